@@ -1,0 +1,16 @@
+// Internal: the one place that calls BLAS. Row-major GEMM, C = A @ B, where A and B are given
+// by pointer, transpose flag and leading dimension, so transposed views need no copy.
+#pragma once
+
+namespace ag::detail {
+
+struct MatLayout {
+  bool trans;  // the matrix is stored column-major (a transposed view)
+  int ld;      // leading dimension in elements
+};
+
+// c (m,n) = a (m,k) @ b (k,n); c is row-major with leading dimension ldc.
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc);
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc);
+
+}  // namespace ag::detail

@@ -1,0 +1,187 @@
+// Creation functions: zeros, ones, full, arange, tensor(...) from nested lists, triu/tril, rand.
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/kernels.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+using detail::make_tensor;
+
+static Tensor finish(Tensor t, const Options& o) {
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+
+Tensor empty(const std::vector<int64_t>& shape, Options o) { return finish(make_tensor(Size(shape), o.dtype_), o); }
+
+Tensor full(const std::vector<int64_t>& shape, double value, Options o) {
+  Tensor t = make_tensor(Size(shape), o.dtype_);
+  {
+    NoGradGuard g;
+    t.fill_(value);
+  }
+  t.impl()->storage->version = 0;
+  return finish(t, o);
+}
+
+Tensor zeros(const std::vector<int64_t>& shape, Options o) { return full(shape, 0.0, o); }
+Tensor ones(const std::vector<int64_t>& shape, Options o) { return full(shape, 1.0, o); }
+
+Tensor empty_like(const Tensor& t) { return make_tensor(t.shape(), t.dtype()); }
+Tensor zeros_like(const Tensor& t) { return full(t.shape().vec(), 0.0, t.dtype()); }
+Tensor ones_like(const Tensor& t) { return full(t.shape().vec(), 1.0, t.dtype()); }
+Tensor full_like(const Tensor& t, double value) { return full(t.shape().vec(), value, t.dtype()); }
+
+Tensor arange(double end, Options o) { return arange(0.0, end, 1.0, o); }
+
+Tensor arange(double start, double end, double step, Options o) {
+  if (step == 0) throw std::invalid_argument("[arange] step must be nonzero");
+  if ((end - start) / step < 0) {
+    throw std::invalid_argument("[arange] upper bound and larger bound inconsistent with step sign");
+  }
+  auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+  Tensor t = make_tensor(Size{n}, o.dtype_);
+  dispatch_all(o.dtype_, [&]<typename T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  });
+  return finish(t, o);
+}
+
+Tensor from_vector(const std::vector<double>& data, const std::vector<int64_t>& shape, Options o) {
+  Size s(shape);
+  if (s.numel() != static_cast<int64_t>(data.size())) {
+    throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
+                                " values cannot fill a tensor of shape " + s.str());
+  }
+  Tensor t = make_tensor(s, o.dtype_);
+  dispatch_all(o.dtype_, [&]<typename T>() {
+    T* p = t.data_ptr<T>();
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      if constexpr (std::is_same_v<T, uint8_t>) p[i] = data[i] != 0.0;
+      else p[i] = static_cast<T>(data[i]);
+    }
+  });
+  return finish(t, o);
+}
+
+Tensor from_vector(const std::vector<float>& data, const std::vector<int64_t>& shape, Options o) {
+  return from_vector(std::vector<double>(data.begin(), data.end()), shape, o);
+}
+
+Tensor from_vector(const std::vector<int64_t>& data, const std::vector<int64_t>& shape, Options o) {
+  Size s(shape);
+  if (s.numel() != static_cast<int64_t>(data.size())) {
+    throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
+                                " values cannot fill a tensor of shape " + s.str());
+  }
+  Tensor t = make_tensor(s, o.dtype_);
+  dispatch_all(o.dtype_, [&]<typename T>() {
+    T* p = t.data_ptr<T>();
+    for (std::size_t i = 0; i < data.size(); ++i) p[i] = static_cast<T>(data[i]);
+  });
+  return finish(t, o);
+}
+
+namespace {
+
+// Walks a nested list: its shape is read along the first elements, then every sub-list is
+// checked against it; leaves are flattened and PyTorch's dtype inferred (all bool -> bool,
+// all integral -> int64, else float32).
+struct Flattener {
+  std::vector<int64_t> shape;
+  std::vector<const NestedList*> leaves;
+  bool all_int = true, all_bool = true;
+
+  explicit Flattener(const NestedList& root) {
+    for (const NestedList* n = &root; n->is_list(); n = &n->children().front()) {
+      shape.push_back(static_cast<int64_t>(n->children().size()));
+      if (n->children().empty()) break;
+    }
+    visit(root, 0);
+  }
+
+  void visit(const NestedList& n, std::size_t depth) {
+    if (depth == shape.size()) {
+      if (n.is_list()) mismatch(depth);
+      leaves.push_back(&n);
+      all_int = all_int && n.kind() != kFloat32;
+      all_bool = all_bool && n.kind() == kBool;
+      return;
+    }
+    if (!n.is_list() || static_cast<int64_t>(n.children().size()) != shape[depth]) mismatch(depth);
+    for (const NestedList& c : n.children()) visit(c, depth + 1);
+  }
+
+  [[noreturn]] static void mismatch(std::size_t depth) {
+    throw std::invalid_argument("[tensor] nested lists are not rectangular: sub-lists at depth " + std::to_string(depth) +
+                                " have different lengths or depths");
+  }
+};
+
+}  // namespace
+
+Tensor tensor(const NestedList& data, Options o) {
+  Flattener f(data);
+  if (f.leaves.empty()) f.all_int = f.all_bool = false;  // tensor({}) is float32, as in PyTorch
+  const DType dt = o.dtype_set ? o.dtype_ : f.all_bool ? kBool : f.all_int ? kInt64 : kFloat32;
+  Tensor t = make_tensor(Size(f.shape), dt);
+  dispatch_all(dt, [&]<typename T>() {
+    T* p = t.data_ptr<T>();
+    for (std::size_t i = 0; i < f.leaves.size(); ++i) {
+      const NestedList& n = *f.leaves[i];
+      if constexpr (std::is_same_v<T, int64_t>) p[i] = n.kind() == kFloat32 ? static_cast<int64_t>(n.value()) : n.ivalue();
+      else if constexpr (std::is_same_v<T, uint8_t>) p[i] = n.value() != 0.0;
+      else p[i] = static_cast<T>(n.value());
+    }
+  });
+  return finish(t, o);
+}
+
+// triu/tril keep elements on one side of a diagonal of the last two dims and zero the rest.
+// Their backward applies the same mask to the gradient.
+static Tensor tri(const Tensor& t, int64_t diagonal, bool upper, const char* op, const char* grad_name) {
+  if (t.dim() < 2) detail::shape_error(op, "expects a tensor with at least 2 dims, got shape " + t.shape().str());
+  Tensor out;
+  {
+    NoGradGuard g;
+    out = t.clone();  // always contiguous
+  }
+  const int64_t rows = t.size(-2), cols = t.size(-1), mats = rows * cols != 0 ? t.numel() / (rows * cols) : 0;
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* p = static_cast<T*>(out.impl()->storage->data);
+    for (int64_t m = 0; m < mats; ++m)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+          if (!keep) p[(m * rows + i) * cols + j] = T(0);
+        }
+  });
+  if (needs_grad(t)) {
+    // out = tri(t)  =>  dt = tri(dout)
+    record(out, grad_name, {t},
+           [diagonal, upper](const Tensor& g) -> Grads { return {upper ? triu(g, diagonal) : tril(g, diagonal)}; });
+  }
+  return out;
+}
+
+Tensor triu(const Tensor& t, int64_t diagonal) { return tri(t, diagonal, true, "triu", "TriuBackward0"); }
+Tensor tril(const Tensor& t, int64_t diagonal) { return tri(t, diagonal, false, "tril", "TrilBackward0"); }
+
+Tensor rand(const std::vector<int64_t>& shape, Options o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = make_tensor(Size(shape), o.dtype_);
+  dispatch_float(o.dtype_, "rand", [&]<typename T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, float>) p[i] = g.unit_float();
+      else p[i] = g.unit_double();
+    }
+  });
+  return finish(t, o);
+}
+
+}  // namespace ag

@@ -1,0 +1,206 @@
+// The reverse-mode engine: recording nodes, the iterative topological sort, gradient routing
+// and leaf accumulation.
+#include <atomic>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+std::atomic<int64_t> g_live_nodes{0};
+}  // namespace
+
+Node::Node() { ++g_live_nodes; }
+// Destroying the last handle to a long chain would recurse once per node; instead, a dying node
+// takes over the edges of every input node it is the last owner of, so the chain unwinds in a loop.
+Node::~Node() {
+  --g_live_nodes;
+  std::vector<std::shared_ptr<Node>> stack;
+  for (Edge& e : next)
+    if (e.fn) stack.push_back(std::move(e.fn));
+  next.clear();
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    if (n.use_count() == 1) {
+      for (Edge& e : n->next)
+        if (e.fn) stack.push_back(std::move(e.fn));
+      n->next.clear();
+    }
+  }
+}
+int64_t live_nodes() { return g_live_nodes.load(); }
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
+  t_ = t.detach();
+  version_ = t.impl()->storage->version;
+}
+
+Tensor SavedTensor::get() const {
+  if (!t_.defined()) return t_;
+  uint64_t now = t_.impl()->storage->version;
+  if (now != version_) {
+    throw std::runtime_error(
+        "[autograd] one of the tensors needed for gradient computation has been modified by an "
+        "in-place operation: a tensor of shape " + t_.shape().str() + " is at version " +
+        std::to_string(now) + "; expected version " + std::to_string(version_) + " instead");
+  }
+  return t_;
+}
+
+static bool tracks_grad(const Tensor* t) { return t->defined() && t->requires_grad(); }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (tracks_grad(t)) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (tracks_grad(&t)) return true;
+  return false;
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->next.reserve(inputs.size());
+  for (const Tensor& in : inputs) {
+    Edge e;
+    if (tracks_grad(&in)) {
+      TensorImpl* impl = in.impl();
+      if (impl->is_view && impl->grad_fn && impl->view_version != impl->storage->version) {
+        throw std::runtime_error(std::string("[") + name + "] an input of shape " + in.shape().str() +
+                                 " is a view whose base was modified in place after the view was "
+                                 "taken; its gradient would be wrong. Take the view again after the "
+                                 "in-place op");
+      }
+      e.shape = in.shape();
+      if (impl->grad_fn) e.fn = impl->grad_fn;
+      else e.leaf = in.impl_ptr();
+    }
+    node->next.push_back(std::move(e));
+  }
+  node->backward = std::move(fn);
+  node->shape = out.shape();
+  node->dtype = out.dtype();
+  out.impl()->grad_fn = std::move(node);
+  out.impl()->requires_grad = true;
+}
+
+// Adds g into a leaf's .grad. The first gradient is copied so .grad never aliases graph data.
+static void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
+  Tensor gc = g.dtype() == leaf->dtype ? g : g.to(leaf->dtype);
+  if (!leaf->grad) {
+    leaf->grad = gc.clone().impl_ptr();
+  } else {
+    Tensor(leaf->grad).add_(gc);
+  }
+}
+
+static void check_grad(const std::string& name, std::size_t i, const Edge& e, const Tensor& g) {
+  if (g.shape() != e.shape) {
+    throw std::logic_error("[autograd] " + name + " returned a gradient of shape " + g.shape().str() +
+                           " for input " + std::to_string(i) + " of shape " + e.shape.str());
+  }
+}
+
+void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) {
+  if (!root.requires_grad()) {
+    throw std::runtime_error(
+        "[backward] element 0 of tensors does not require grad and does not have a grad_fn");
+  }
+  Tensor grad = grad_in;
+  if (!grad.defined()) {
+    if (root.numel() != 1) {
+      throw std::runtime_error("[backward] grad can be implicitly created only for scalar outputs; got shape " +
+                               root.shape().str());
+    }
+    grad = ones_like(root);
+  } else if (grad.shape() != root.shape()) {
+    throw std::invalid_argument("[backward] gradient of shape " + grad.shape().str() +
+                                " does not match the tensor's shape " + root.shape().str());
+  }
+  NoGradGuard no_grad;
+  if (!root.grad_fn()) {  // backward on a leaf: its gradient is the seed itself
+    accumulate_leaf(root.impl(), grad);
+    return;
+  }
+
+  // 1. Iterative DFS over the graph: count, for each node, how many edges point at it.
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack{root.grad_fn().get()};
+  deps[root.grad_fn().get()] = 0;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next) {
+      if (!e.fn) continue;
+      auto [it, inserted] = deps.try_emplace(e.fn.get(), 0);
+      ++it->second;
+      if (inserted) stack.push_back(e.fn.get());
+    }
+  }
+
+  // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
+  //    which are summed (a tensor used on two paths gets both contributions).
+  std::unordered_map<Node*, Tensor> pending;
+  pending[root.grad_fn().get()] = grad;
+  std::vector<std::shared_ptr<Node>> ready{root.grad_fn()};
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = std::move(ready.back());
+    ready.pop_back();
+    if (node->released) {
+      throw std::runtime_error(
+          "[backward] trying to backward through the graph a second time (" + node->name +
+          " was already freed). Specify retain_graph=true on the first backward call if you need to "
+          "backward twice");
+    }
+    auto it = pending.find(node.get());
+    Tensor g = it != pending.end() ? std::move(it->second) : Tensor();
+    if (it != pending.end()) pending.erase(it);
+
+    Grads grads;
+    if (g.defined()) {
+      grads = node->backward(g);
+      if (grads.size() != node->next.size()) {
+        throw std::logic_error("[autograd] " + node->name + " returned " + std::to_string(grads.size()) +
+                               " gradients for " + std::to_string(node->next.size()) + " inputs");
+      }
+    }
+    std::vector<Edge> edges = node->next;
+    if (!retain_graph) {  // free saved tensors and edges as we go
+      node->backward = nullptr;
+      node->next.clear();
+      node->released = true;
+    }
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      bool has = i < grads.size() && grads[i].defined() && e.active();
+      if (has) check_grad(node->name, i, e, grads[i]);
+      if (e.leaf && has) accumulate_leaf(e.leaf.get(), grads[i]);
+      if (!e.fn) continue;
+      if (has) {
+        auto [slot, fresh] = pending.try_emplace(e.fn.get(), grads[i]);
+        if (!fresh) slot->second = add(slot->second, grads[i]);
+      }
+      if (--deps[e.fn.get()] == 0) ready.push_back(e.fn);
+    }
+  }
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const { run_backward(*this, gradient, retain_graph); }
+
+}  // namespace ag

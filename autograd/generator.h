@@ -1,0 +1,41 @@
+// The random generator: PyTorch's CPU generator (an mt19937 engine) so that the same seed gives
+// the same numbers as torch.manual_seed. See ../shared/docs/torch-rng.md for the bit-exact spec.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+namespace ag {
+
+class Generator {
+ public:
+  static constexpr uint64_t kDefaultSeed = 67280421310721ULL;  // torch.Generator()'s seed
+  explicit Generator(uint64_t seed = kDefaultSeed) { manual_seed(seed); }
+
+  // Reseeds the engine with the low 32 bits of `seed` (as PyTorch does) and clears the
+  // cached normal value.
+  void manual_seed(uint64_t seed);
+  uint64_t initial_seed() const { return seed_; }
+
+  uint32_t random() { return static_cast<uint32_t>(engine_()); }
+  // Two draws, the first is the high word.
+  uint64_t random64() {
+    uint64_t hi = random();
+    uint64_t lo = random();
+    return (hi << 32) | lo;
+  }
+  // Uniform in [0, 1): 24 low bits of one draw (float32) or 53 low bits of random64() (float64).
+  float unit_float() { return static_cast<float>(random() & 0xFFFFFFu) * 0x1.0p-24f; }
+  double unit_double() { return static_cast<double>(random64() & ((1ULL << 53) - 1)) * 0x1.0p-53; }
+
+ private:
+  std::mt19937 engine_;
+  uint64_t seed_ = kDefaultSeed;
+};
+
+// The global generator every random function uses when none is passed.
+Generator& default_generator();
+// torch.manual_seed(seed)
+void manual_seed(uint64_t seed);
+
+}  // namespace ag

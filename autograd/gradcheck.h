@@ -1,0 +1,31 @@
+// gradcheck: compares the gradients backward computes with central finite differences, in
+// float64, over every element of every input that requires grad (PyTorch's torch.autograd.gradcheck).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace ag {
+
+struct GradcheckResult {
+  bool ok = true;
+  double max_error = 0;  // largest |analytical - numerical| seen
+  std::string message;   // on failure: which input, which element, both values
+};
+
+using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Full Jacobian check: for every output element j (one backward each, retain_graph) and every
+// element i of every input that requires grad, |analytical - numerical| <= atol + rtol |numerical|.
+// Inputs must be float64 (like PyTorch, float32 is refused: its rounding swamps the differences).
+GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6,
+                                 double atol = 1e-5, double rtol = 1e-3);
+
+// The same, throwing std::runtime_error with the failure message; returns true otherwise.
+bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,
+               double rtol = 1e-3);
+
+}  // namespace ag

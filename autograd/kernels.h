@@ -1,0 +1,106 @@
+// Internal helpers shared by the op files: allocating results and walking strided operands.
+// Nothing here records autograd history.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <memory>
+
+#include "autograd/tensor.h"
+
+namespace ag::detail {
+
+// A new contiguous, uninitialized tensor.
+Tensor make_tensor(const Size& shape, DType dtype);
+
+// A tensor sharing t's storage with a new layout (no history).
+Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset);
+
+// Strides of `t` as seen through broadcasting to `shape` (0 where t is broadcast).
+Strides broadcast_strides(const Tensor& t, const Size& shape);
+
+// Visits every position of `shape` in row-major order, calling f(offsets) where offsets[k] is
+// the element offset of operand k (start offset plus index . strides). The innermost dim is a
+// plain loop so the compiler can vectorize f.
+template <std::size_t N, class F>
+void walk(const Size& shape, const std::array<const Strides*, N>& st, std::array<int64_t, N> off, F&& f) {
+  const int64_t nd = shape.size();
+  if (shape.numel() == 0) return;
+  if (nd == 0) {
+    f(off);
+    return;
+  }
+  const int64_t inner = shape[nd - 1];
+  std::array<int64_t, N> is{};
+  for (std::size_t k = 0; k < N; ++k) is[k] = (*st[k])[static_cast<std::size_t>(nd - 1)];
+  int64_t idx[64] = {0};
+  while (true) {
+    std::array<int64_t, N> o = off;
+    for (int64_t i = 0; i < inner; ++i) {
+      f(o);
+      for (std::size_t k = 0; k < N; ++k) o[k] += is[k];
+    }
+    int64_t d = nd - 2;
+    for (; d >= 0; --d) {
+      const auto ud = static_cast<std::size_t>(d);
+      for (std::size_t k = 0; k < N; ++k) off[k] += (*st[k])[ud];
+      if (++idx[d] < shape[d]) break;
+      for (std::size_t k = 0; k < N; ++k) off[k] -= (*st[k])[ud] * shape[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// out[i] = f(a[i]) over any strides; out is a new contiguous tensor of dtype `out_dtype`.
+template <class TOut, class TIn, class F>
+Tensor map_unary(const Tensor& a, DType out_dtype, F&& f) {
+  Tensor out = make_tensor(a.shape(), out_dtype);
+  TOut* po = out.data_ptr<TOut>();
+  const TIn* pa = static_cast<const TIn*>(a.impl()->storage->data);
+  if (a.is_contiguous()) {
+    pa += a.storage_offset();
+    const int64_t n = a.numel();
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i]);
+    return out;
+  }
+  int64_t i = 0;
+  walk<1>(a.shape(), {&a.strides()}, {a.storage_offset()}, [&](const std::array<int64_t, 1>& o) { po[i++] = f(pa[o[0]]); });
+  return out;
+}
+
+// out = f(a, b) with a and b broadcast to `shape`.
+template <class TOut, class TA, class TB, class F>
+Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out_dtype, F&& f) {
+  Tensor out = make_tensor(shape, out_dtype);
+  TOut* po = out.data_ptr<TOut>();
+  const TA* pa = static_cast<const TA*>(a.impl()->storage->data);
+  const TB* pb = static_cast<const TB*>(b.impl()->storage->data);
+  if (a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape) {
+    pa += a.storage_offset();
+    pb += b.storage_offset();
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    return out;
+  }
+  Strides sa = broadcast_strides(a, shape), sb = broadcast_strides(b, shape);
+  int64_t i = 0;
+  walk<2>(shape, {&sa, &sb}, {a.storage_offset(), b.storage_offset()},
+          [&](const std::array<int64_t, 2>& o) { po[i++] = f(pa[o[0]], pb[o[1]]); });
+  return out;
+}
+
+// Applies f(ref) to every element of t in place (any strides).
+template <class T, class F>
+void for_each_inplace(const Tensor& t, F&& f) {
+  T* p = static_cast<T*>(t.impl()->storage->data);
+  walk<1>(t.shape(), {&t.strides()}, {t.storage_offset()}, [&](const std::array<int64_t, 1>& o) { f(p[o[0]]); });
+}
+
+// Copies src (broadcast to dst's shape, any dtype) into dst (any strides).
+void copy_into(const Tensor& dst, const Tensor& src);
+
+// The error every op uses for a shape mismatch.
+[[noreturn]] void shape_error(const char* op, const std::string& what);
+
+}  // namespace ag::detail

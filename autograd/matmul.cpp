@@ -1,0 +1,146 @@
+// matmul: 1-D, 2-D and batched inputs with broadcast batch dims, through BLAS. Transposed views
+// are passed to BLAS as transpose flags; only layouts BLAS cannot describe are copied.
+#include <climits>
+#include <optional>
+#include <stdexcept>
+
+#include "autograd/blas.h"
+#include "autograd/kernels.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+// How BLAS can read a (rows, cols) matrix with strides (rs, cs), if it can.
+std::optional<detail::MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (rows <= 1) rs = std::max<int64_t>(cols, 1);  // a single row: its row stride never matters
+  if (cols <= 1) cs = 1;
+  if (rs > INT_MAX || cs > INT_MAX) return std::nullopt;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return detail::MatLayout{false, static_cast<int>(rs)};
+  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return detail::MatLayout{true, static_cast<int>(cs)};
+  return std::nullopt;
+}
+
+bool blas_readable(const Tensor& t) {
+  const int64_t n = t.dim();
+  return mat_layout(t.size(-2), t.size(-1), t.strides()[static_cast<std::size_t>(n - 2)],
+                    t.strides()[static_cast<std::size_t>(n - 1)]).has_value();
+}
+
+// a (..., m, k) @ b (..., k, n) -> (batch..., m, n), batch dims broadcast; no history.
+Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
+  NoGradGuard no_grad;
+  const Tensor a = blas_readable(a0) ? a0 : a0.contiguous();
+  const Tensor b = blas_readable(b0) ? b0 : b0.contiguous();
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error("matmul", "matrix dims exceed BLAS's int range");
+  Size ba(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 2));
+  Size bb(std::vector<int64_t>(b.shape().begin(), b.shape().end() - 2));
+  Size batch = broadcast_shapes(ba, bb, "matmul");
+  Size out_shape = batch;
+  out_shape.vec().push_back(m);
+  out_shape.vec().push_back(n);
+  Tensor out = detail::make_tensor(out_shape, a.dtype());
+  if (out.numel() == 0) return out;
+  if (k == 0) return zeros(out_shape.vec(), a.dtype());
+
+  // batch strides of each operand as broadcast to `batch`
+  auto batch_strides = [&](const Tensor& t) {
+    Tensor bt = detail::alias(t, Size(std::vector<int64_t>(t.shape().begin(), t.shape().end() - 2)),
+                              Strides(t.strides().begin(), t.strides().end() - 2), 0);
+    return detail::broadcast_strides(bt, batch);
+  };
+  const Strides sa = batch_strides(a), sb = batch_strides(b), so = batch_strides(out);
+  const auto la = *mat_layout(m, k, a.stride(-2), a.stride(-1));
+  const auto lb = *mat_layout(k, n, b.stride(-2), b.stride(-1));
+  dispatch_float(a.dtype(), "matmul", [&]<typename T>() {
+    const T* pa = static_cast<const T*>(a.impl()->storage->data);
+    const T* pb = static_cast<const T*>(b.impl()->storage->data);
+    T* po = static_cast<T*>(out.impl()->storage->data);
+    // a (m,k) @ b (k,n) -> out (m,n), once per batch index
+    detail::walk<3>(batch, {&sa, &sb, &so}, {a.storage_offset(), b.storage_offset(), 0},
+                    [&](const std::array<int64_t, 3>& o) {
+                      detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa + o[0],
+                                   pb + o[1], po + o[2], static_cast<int>(n));
+                    });
+  });
+  return out;
+}
+
+// Both inputs at least 2-D.
+Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
+  Tensor out = bmm_kernel(a, b);
+  if (needs_grad(a, b)) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
+    // out = a @ b  =>  da = g @ b^T, db = a^T @ g, each summed over broadcast batch dims
+    record(out, name, {a, b}, [ga, gb, sa, sb, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {
+      Tensor da, db;
+      if (ga) da = sum_to(bmm_kernel(g, transpose(sb.get(), -1, -2)), as);
+      if (gb) db = sum_to(bmm_kernel(transpose(sa.get(), -1, -2), g), bs);
+      return {da, db};
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 0 || b.dim() == 0) {
+    detail::shape_error("matmul", "both arguments need at least 1 dimension, got shapes " + a.shape().str() + " and " +
+                                      b.shape().str());
+  }
+  if (!a.is_floating_point() || a.dtype() != b.dtype()) {
+    detail::shape_error("matmul", "expected two floating point tensors of the same dtype, got " + dtype_name(a.dtype()) +
+                                      " and " + dtype_name(b.dtype()) + " (shapes " + a.shape().str() + " and " +
+                                      b.shape().str() + ")");
+  }
+  const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
+  if (ka != kb) {
+    detail::shape_error("matmul", "shapes " + a.shape().str() + " and " + b.shape().str() +
+                                      " cannot be multiplied (" + std::to_string(ka) + " != " + std::to_string(kb) + ")");
+  }
+  // 1-D operands become a row (left) or a column (right) matrix, and that dim is removed again.
+  // The last node gets PyTorch's name for each case.
+  if (a.dim() == 1 && b.dim() == 1) {
+    Tensor out = reshape(matmul_nd(unsqueeze(a, 0), unsqueeze(b, 1), "MmBackward0"), {});
+    if (out.grad_fn()) out.grad_fn()->name = "DotBackward0";
+    return out;
+  }
+  if (a.dim() == 1) {
+    Tensor out = squeeze(matmul_nd(unsqueeze(a, 0), b, b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -2);
+    if (out.grad_fn()) out.grad_fn()->name = "SqueezeBackward4";
+    return out;
+  }
+  if (b.dim() == 1) {
+    Tensor out = squeeze(matmul_nd(a, unsqueeze(b, 1), a.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -1);
+    if (out.grad_fn() && a.dim() == 2) out.grad_fn()->name = "MvBackward0";
+    return out;
+  }
+  return matmul_nd(a, b, a.dim() == 2 && b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0");
+}
+
+Tensor matmul_reference(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0)) {
+    detail::shape_error("matmul_reference", "expects (m,k) and (k,n), got " + a.shape().str() + " and " + b.shape().str());
+  }
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Tensor out = detail::make_tensor(Size{m, n}, a.dtype());
+  dispatch_float(a.dtype(), "matmul_reference", [&]<typename T>() {
+    const T* pa = static_cast<const T*>(a.impl()->storage->data) + a.storage_offset();
+    const T* pb = static_cast<const T*>(b.impl()->storage->data) + b.storage_offset();
+    T* po = out.data_ptr<T>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;  // out[i][j] = sum_p a[i][p] b[p][j]
+        for (int64_t p = 0; p < k; ++p) acc += double(pa[i * a.stride(0) + p * a.stride(1)]) * double(pb[p * b.stride(0) + j * b.stride(1)]);
+        po[i * n + j] = static_cast<T>(acc);
+      }
+  });
+  return out;
+}
+
+}  // namespace ag

@@ -1,0 +1,86 @@
+// Graph nodes: what an op records so that backward can run. A node owns edges to the nodes of
+// its inputs (or to the leaf tensors themselves) and a closure that maps the gradient of the
+// op's output to the gradients of its inputs. The closure captures inputs and saved values,
+// never the output tensor itself, so the graph has no reference cycles.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace ag {
+
+struct Node;
+
+// Where the gradient for one input goes: into another node, into a leaf's .grad, or nowhere.
+struct Edge {
+  std::shared_ptr<Node> fn;
+  std::shared_ptr<TensorImpl> leaf;
+  Size shape;  // the input's shape: the engine checks every gradient against it
+  bool active() const { return fn || leaf; }
+};
+
+using Grads = std::vector<Tensor>;  // one per input; an undefined Tensor means "no gradient"
+using BackwardFn = std::function<Grads(const Tensor& grad_output)>;
+
+struct Node {
+  Node();
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  std::string name;  // PyTorch's grad_fn name, e.g. "MmBackward0"
+  std::vector<Edge> next;
+  BackwardFn backward;
+  Size shape;  // of the output this node produced
+  DType dtype = kFloat32;
+  bool released = false;  // set once backward ran without retain_graph
+};
+
+// A tensor kept for backward: a detached alias (so no cycle through grad_fn) and the storage
+// version at the time it was saved. get() throws if the storage was modified in place since.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  Tensor get() const;
+
+ private:
+  Tensor t_;
+  uint64_t version_ = 0;
+};
+
+// Grad mode: ops record history only when it is enabled (the default).
+bool grad_enabled();
+
+// RAII: disables history recording in its scope, like torch.no_grad().
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// True if an op over these inputs must record a node.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+inline bool needs_grad(const Tensor& a) { return needs_grad({&a}); }
+inline bool needs_grad(const Tensor& a, const Tensor& b) { return needs_grad({&a, &b}); }
+bool needs_grad(const std::vector<Tensor>& inputs);
+
+// Gives `out` a grad_fn named `name` whose edges lead to `inputs`. Call only if needs_grad().
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn);
+
+// Number of nodes alive right now (for tests that prove graphs are freed).
+int64_t live_nodes();
+
+// Runs backward from `root` with the given output gradient (see Tensor::backward).
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+
+}  // namespace ag

@@ -1,0 +1,180 @@
+// Every tensor op, as free functions with PyTorch's names and argument orders. Each
+// differentiable op's backward is written next to its forward, in the file named after it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/generator.h"
+#include "autograd/tensor.h"
+
+namespace ag {
+
+// ---- creation (creation.cpp) ----
+Tensor empty(const std::vector<int64_t>& shape, Options o = {});
+Tensor zeros(const std::vector<int64_t>& shape, Options o = {});
+Tensor ones(const std::vector<int64_t>& shape, Options o = {});
+Tensor full(const std::vector<int64_t>& shape, double value, Options o = {});
+Tensor arange(double end, Options o = kInt64);
+Tensor arange(double start, double end, double step = 1.0, Options o = kInt64);
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+// A scalar or a nested braced list of scalars, as torch.tensor takes them.
+class NestedList {
+ public:
+  NestedList(double v) : value_(v), kind_(kFloat32) {}         // NOLINT: implicit by design
+  NestedList(float v) : value_(v), kind_(kFloat32) {}          // NOLINT
+  NestedList(int v) : value_(v), ivalue_(v), kind_(kInt64) {}  // NOLINT
+  NestedList(long v) : value_(static_cast<double>(v)), ivalue_(v), kind_(kInt64) {}            // NOLINT
+  NestedList(long long v) : value_(static_cast<double>(v)), ivalue_(v), kind_(kInt64) {}       // NOLINT
+  NestedList(bool v) : value_(v), kind_(kBool) {}              // NOLINT
+  NestedList(std::initializer_list<NestedList> l) : children_(l), is_list_(true) {}
+
+  bool is_list() const { return is_list_; }
+  const std::vector<NestedList>& children() const { return children_; }
+  double value() const { return value_; }
+  int64_t ivalue() const { return kind_ == kInt64 ? ivalue_ : static_cast<int64_t>(value_); }
+  DType kind() const { return kind_; }
+
+ private:
+  double value_ = 0;
+  int64_t ivalue_ = 0;
+  DType kind_ = kFloat32;
+  std::vector<NestedList> children_;
+  bool is_list_ = false;
+};
+
+// torch.tensor: tensor({{1.5, 2}, {3, 4}}) is float32, tensor({0, 4, 5}) is int64,
+// tensor({true, false}) is bool, tensor(3.5) is 0-dim; pass a dtype to choose.
+Tensor tensor(const NestedList& data, Options o = {});
+Tensor from_vector(const std::vector<double>& data, const std::vector<int64_t>& shape, Options o = {});
+Tensor from_vector(const std::vector<float>& data, const std::vector<int64_t>& shape, Options o = {});
+Tensor from_vector(const std::vector<int64_t>& data, const std::vector<int64_t>& shape, Options o = kInt64);
+Tensor triu(const Tensor& t, int64_t diagonal = 0);
+Tensor tril(const Tensor& t, int64_t diagonal = 0);
+// Uniform [0, 1) from the generator (PyTorch's torch.rand draws).
+Tensor rand(const std::vector<int64_t>& shape, Options o = {}, Generator* gen = nullptr);
+
+// ---- dtype and layout (convert.cpp) ----
+Tensor to(const Tensor& t, DType dtype);  // ToCopyBackward0
+Tensor contiguous(const Tensor& t);       // copies only when needed (CloneBackward0)
+Tensor clone(const Tensor& t);
+
+// ---- views (views.cpp): share storage with their input ----
+Tensor view(const Tensor& t, const std::vector<int64_t>& shape);  // one -1 allowed
+Tensor reshape(const Tensor& t, const std::vector<int64_t>& shape);
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);
+Tensor permute(const Tensor& t, const std::vector<int64_t>& dims);
+Tensor unsqueeze(const Tensor& t, int64_t dim);
+Tensor squeeze(const Tensor& t);
+Tensor squeeze(const Tensor& t, int64_t dim);
+Tensor expand(const Tensor& t, const std::vector<int64_t>& shape);  // -1 keeps a dim
+Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+             int64_t step = 1);
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
+Tensor select(const Tensor& t, int64_t dim, int64_t index);
+
+// ---- elementwise with broadcasting (binary.cpp, unary.cpp) ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor rsub(const Tensor& a, double b);  // b - a
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor rdiv(const Tensor& a, double b);  // b / a
+Tensor pow(const Tensor& a, double exponent);
+Tensor pow(const Tensor& a, const Tensor& exponent);
+Tensor neg(const Tensor& t);
+Tensor exp(const Tensor& t);
+Tensor log(const Tensor& t);
+Tensor sqrt(const Tensor& t);
+Tensor tanh(const Tensor& t);
+Tensor sigmoid(const Tensor& t);
+Tensor relu(const Tensor& t);
+// approximate: "none" (erf, the default) or "tanh"
+Tensor gelu(const Tensor& t, const std::string& approximate = "none");
+
+// comparisons give bool tensors (no gradient)
+Tensor gt(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+Tensor ge(const Tensor& a, double b);
+Tensor le(const Tensor& a, double b);
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, double b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& t);
+
+// ---- reductions (reduce.cpp) ----
+Tensor sum(const Tensor& t);
+Tensor sum(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor mean(const Tensor& t);
+Tensor mean(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor max(const Tensor& t);  // gradient shared evenly among tied maxima, as in PyTorch
+std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);  // values, indices
+Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
+// Sums a gradient down to `shape` (the inverse of broadcasting `shape` up to grad's shape).
+Tensor sum_to(const Tensor& grad, const Size& shape);
+
+// ---- matmul (matmul.cpp; BLAS call in blas.cpp) ----
+Tensor matmul(const Tensor& a, const Tensor& b);
+// The naive triple loop matmul is tested against (2-D only, any strides, no autograd).
+Tensor matmul_reference(const Tensor& a, const Tensor& b);
+
+// ---- softmax family (softmax.cpp) ----
+Tensor softmax(const Tensor& t, int64_t dim);
+Tensor log_softmax(const Tensor& t, int64_t dim);
+
+// ---- masking and dropout (masked_fill.cpp, dropout.cpp) ----
+Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);  // mask broadcasts to t
+// Inverted dropout: zeroes with probability p, scales the rest by 1/(1-p); identity when not
+// training or p == 0. The mask comes from `gen` (the default generator if null).
+Tensor dropout(const Tensor& t, double p, bool training = true, Generator* gen = nullptr);
+// The same with a given keep-mask (1 keep, 0 drop): what dropout applies; used by gradcheck.
+Tensor dropout_with_mask(const Tensor& t, const Tensor& mask, double p);
+
+// ---- joining (cat.cpp) ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- gathering (index.cpp): repeated indices accumulate in backward ----
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+Tensor embedding(const Tensor& weight, const Tensor& indices);  // indices (*) -> (*, dim)
+
+// ---- losses and normalization (loss.cpp, layer_norm.cpp) ----
+// logits (N, C) or (C), target int64 (N) or (); mean over targets != ignore_index.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100);
+Tensor mse_loss(const Tensor& input, const Tensor& target);
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+// ---- operators ----
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+inline Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+inline Tensor operator-(double a, const Tensor& b) { return rsub(b, a); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+inline Tensor operator/(double a, const Tensor& b) { return rdiv(b, a); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator>(const Tensor& a, double b) { return gt(a, b); }
+inline Tensor operator<(const Tensor& a, double b) { return lt(a, b); }
+inline Tensor operator>=(const Tensor& a, double b) { return ge(a, b); }
+inline Tensor operator<=(const Tensor& a, double b) { return le(a, b); }
+inline Tensor operator==(const Tensor& a, double b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, double b) { return ne(a, b); }
+inline Tensor operator~(const Tensor& a) { return logical_not(a); }
+
+}  // namespace ag

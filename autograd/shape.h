@@ -1,0 +1,50 @@
+// Shapes and strides: the arithmetic of row-major layouts, broadcasting and dim wrapping.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ag {
+
+using Strides = std::vector<int64_t>;
+
+// A tensor's shape. Prints like PyTorch: torch.Size([6, 3]).
+class Size {
+ public:
+  Size() = default;
+  Size(std::initializer_list<int64_t> d) : dims_(d) {}
+  explicit Size(std::vector<int64_t> d) : dims_(std::move(d)) {}
+
+  int64_t size() const { return static_cast<int64_t>(dims_.size()); }
+  int64_t operator[](int64_t i) const { return dims_[static_cast<std::size_t>(i)]; }
+  int64_t& operator[](int64_t i) { return dims_[static_cast<std::size_t>(i)]; }
+  const std::vector<int64_t>& vec() const { return dims_; }
+  std::vector<int64_t>& vec() { return dims_; }
+  auto begin() const { return dims_.begin(); }
+  auto end() const { return dims_.end(); }
+  bool operator==(const Size& o) const { return dims_ == o.dims_; }
+  bool operator!=(const Size& o) const { return dims_ != o.dims_; }
+
+  int64_t numel() const;
+  std::string str() const;  // "[6, 3]", the form used in error messages
+
+ private:
+  std::vector<int64_t> dims_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Size& s);  // torch.Size([6, 3])
+
+// Row-major strides of a contiguous tensor of this shape.
+Strides contiguous_strides(const Size& shape);
+
+// Wraps a possibly negative dim into [0, ndim); throws "[op] dim d out of range for a tensor of
+// shape [...]" otherwise. ndim 0 tensors accept dims -1 and 0, as in PyTorch.
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Size& shape);
+
+// Broadcast result of two shapes (numpy rules); throws naming op and both shapes.
+Size broadcast_shapes(const Size& a, const Size& b, const char* op);
+
+}  // namespace ag

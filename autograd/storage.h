@@ -1,0 +1,23 @@
+// Storage: the reference-counted buffer that tensors and their views share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ag {
+
+// One allocation, 64-byte aligned, plus the version counter that catches in-place writes to
+// data autograd saved for backward. Every in-place op bumps `version`; a saved tensor remembers
+// the version it was saved at and refuses to be used for backward if it changed.
+struct Storage {
+  explicit Storage(std::size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  std::size_t nbytes = 0;
+  uint64_t version = 0;
+};
+
+}  // namespace ag

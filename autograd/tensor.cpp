@@ -1,0 +1,205 @@
+// Tensor handle basics: layout queries, element access, autograd flags, and the method forms
+// of the free-function ops.
+#include "autograd/tensor.h"
+
+#include <stdexcept>
+
+#include "autograd/kernels.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace detail {
+
+static void check_rank(const Size& shape) {
+  if (shape.size() > 64) throw std::invalid_argument("[tensor] at most 64 dims are supported, got " + std::to_string(shape.size()));
+  for (int64_t d : shape)
+    if (d < 0) throw std::invalid_argument("[tensor] negative dimension in shape " + shape.str());
+}
+
+Tensor make_tensor(const Size& shape, DType dtype) {
+  check_rank(shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset) {
+  check_rank(shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.impl()->storage;
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
+Strides broadcast_strides(const Tensor& t, const Size& shape) {
+  const int64_t n = shape.size(), m = t.dim();
+  Strides st(static_cast<std::size_t>(n), 0);
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t j = n - m + i;
+    st[static_cast<std::size_t>(j)] = t.shape()[i] == 1 && shape[j] != 1 ? 0 : t.strides()[static_cast<std::size_t>(i)];
+  }
+  return st;
+}
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  Strides ss = broadcast_strides(src, dst.shape());
+  dispatch_all(dst.dtype(), [&]<typename TD>() {
+    dispatch_all(src.dtype(), [&]<typename TS>() {
+      TD* pd = static_cast<TD*>(dst.impl()->storage->data);
+      const TS* ps = static_cast<const TS*>(src.impl()->storage->data);
+      walk<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()},
+              [&](const std::array<int64_t, 2>& o) {
+                if constexpr (std::is_same_v<TD, uint8_t>) pd[o[0]] = ps[o[1]] != TS(0);
+                else pd[o[0]] = static_cast<TD>(ps[o[1]]);
+              });
+    });
+  });
+}
+
+void shape_error(const char* op, const std::string& what) {
+  throw std::invalid_argument(std::string("[") + op + "] " + what);
+}
+
+}  // namespace detail
+
+int64_t Tensor::size(int64_t d) const { return impl_->shape[wrap_dim(d, dim(), "size", shape())]; }
+int64_t Tensor::stride(int64_t d) const {
+  return impl_->strides[static_cast<std::size_t>(wrap_dim(d, dim(), "stride", shape()))];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t i = dim() - 1; i >= 0; --i) {
+    int64_t s = impl_->shape[i];
+    if (s == 1) continue;
+    if (impl_->strides[static_cast<std::size_t>(i)] != expected) return false;
+    expected *= s;
+  }
+  return true;
+}
+
+template <class T>
+static constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return kFloat64;
+  else if constexpr (std::is_same_v<T, int64_t>) return kInt64;
+  else return kBool;
+}
+
+template <class T>
+T* Tensor::data_ptr() const {
+  if (dtype_of<T>() != impl_->dtype) {
+    throw std::invalid_argument("[data_ptr] requested " + dtype_name(dtype_of<T>()) + " from a tensor of dtype " +
+                                dtype_name(impl_->dtype));
+  }
+  return static_cast<T*>(impl_->storage->data) + impl_->offset;
+}
+template float* Tensor::data_ptr<float>() const;
+template double* Tensor::data_ptr<double>() const;
+template int64_t* Tensor::data_ptr<int64_t>() const;
+template uint8_t* Tensor::data_ptr<uint8_t>() const;
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out(static_cast<std::size_t>(numel()));
+  dispatch_all(dtype(), [&]<typename S>() {
+    const S* p = static_cast<const S*>(impl_->storage->data);
+    std::size_t i = 0;
+    detail::walk<1>(shape(), {&strides()}, {storage_offset()},
+                    [&](const std::array<int64_t, 1>& o) { out[i++] = static_cast<T>(p[o[0]]); });
+  });
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+
+double Tensor::item() const {
+  if (numel() != 1) {
+    throw std::invalid_argument("[item] a Tensor with " + std::to_string(numel()) +
+                                " elements cannot be converted to a scalar (shape " + shape().str() + ")");
+  }
+  return to_vector<double>()[0];
+}
+
+Tensor& Tensor::requires_grad_(bool r) {
+  if (!is_leaf()) {
+    throw std::runtime_error("[requires_grad_] you can only change requires_grad flags of leaf tensors");
+  }
+  if (r && !is_floating_point()) {
+    throw std::invalid_argument("[requires_grad_] only floating point tensors can require gradients, got " +
+                                dtype_name(dtype()));
+  }
+  impl_->requires_grad = r;
+  return *this;
+}
+
+Tensor Tensor::detach() const {
+  return detail::alias(*this, impl_->shape, impl_->strides, impl_->offset);
+}
+
+// ---- method forms ----
+Tensor Tensor::to(DType t) const { return ag::to(*this, t); }
+Tensor Tensor::contiguous() const { return ag::contiguous(*this); }
+Tensor Tensor::clone() const { return ag::clone(*this); }
+Tensor Tensor::view(const std::vector<int64_t>& s) const { return ag::view(*this, s); }
+Tensor Tensor::reshape(const std::vector<int64_t>& s) const { return ag::reshape(*this, s); }
+Tensor Tensor::transpose(int64_t a, int64_t b) const { return ag::transpose(*this, a, b); }
+Tensor Tensor::permute(const std::vector<int64_t>& d) const { return ag::permute(*this, d); }
+Tensor Tensor::t() const {
+  if (dim() > 2) detail::shape_error("t", "expects a tensor with <= 2 dimensions, but got shape " + shape().str());
+  return dim() < 2 ? *this : ag::transpose(*this, 0, 1);
+}
+Tensor Tensor::T() const {
+  std::vector<int64_t> d;
+  for (int64_t i = dim() - 1; i >= 0; --i) d.push_back(i);
+  return ag::permute(*this, d);
+}
+Tensor Tensor::unsqueeze(int64_t d) const { return ag::unsqueeze(*this, d); }
+Tensor Tensor::squeeze() const { return ag::squeeze(*this); }
+Tensor Tensor::squeeze(int64_t d) const { return ag::squeeze(*this, d); }
+Tensor Tensor::expand(const std::vector<int64_t>& s) const { return ag::expand(*this, s); }
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> s, std::optional<int64_t> e, int64_t step) const {
+  return ag::slice(*this, d, s, e, step);
+}
+Tensor Tensor::narrow(int64_t d, int64_t s, int64_t l) const { return ag::narrow(*this, d, s, l); }
+Tensor Tensor::select(int64_t d, int64_t i) const { return ag::select(*this, d, i); }
+Tensor Tensor::operator[](int64_t i) const { return ag::select(*this, 0, i); }
+Tensor Tensor::neg() const { return ag::neg(*this); }
+Tensor Tensor::pow(double e) const { return ag::pow(*this, e); }
+Tensor Tensor::pow(const Tensor& e) const { return ag::pow(*this, e); }
+Tensor Tensor::exp() const { return ag::exp(*this); }
+Tensor Tensor::log() const { return ag::log(*this); }
+Tensor Tensor::sqrt() const { return ag::sqrt(*this); }
+Tensor Tensor::tanh() const { return ag::tanh(*this); }
+Tensor Tensor::sigmoid() const { return ag::sigmoid(*this); }
+Tensor Tensor::relu() const { return ag::relu(*this); }
+Tensor Tensor::sum() const { return ag::sum(*this); }
+Tensor Tensor::sum(const std::vector<int64_t>& d, bool k) const { return ag::sum(*this, d, k); }
+Tensor Tensor::mean() const { return ag::mean(*this); }
+Tensor Tensor::mean(const std::vector<int64_t>& d, bool k) const { return ag::mean(*this, d, k); }
+Tensor Tensor::max() const { return ag::max(*this); }
+std::pair<Tensor, Tensor> Tensor::max(int64_t d, bool k) const { return ag::max(*this, d, k); }
+Tensor Tensor::argmax(int64_t d, bool k) const { return ag::argmax(*this, d, k); }
+Tensor Tensor::matmul(const Tensor& o) const { return ag::matmul(*this, o); }
+Tensor Tensor::softmax(int64_t d) const { return ag::softmax(*this, d); }
+Tensor Tensor::log_softmax(int64_t d) const { return ag::log_softmax(*this, d); }
+Tensor Tensor::masked_fill(const Tensor& m, double v) const { return ag::masked_fill(*this, m, v); }
+Tensor Tensor::index_select(int64_t d, const Tensor& i) const { return ag::index_select(*this, d, i); }
+Tensor Tensor::triu(int64_t k) const { return ag::triu(*this, k); }
+Tensor Tensor::tril(int64_t k) const { return ag::tril(*this, k); }
+Tensor Tensor::gt(double v) const { return ag::gt(*this, v); }
+Tensor Tensor::lt(double v) const { return ag::lt(*this, v); }
+Tensor Tensor::eq(const Tensor& o) const { return ag::eq(*this, o); }
+Tensor Tensor::logical_not() const { return ag::logical_not(*this); }
+
+}  // namespace ag

@@ -1,0 +1,171 @@
+// Tensor: a cheap handle over shared storage with a shape, strides, an offset and a dtype, plus
+// the autograd metadata (requires_grad, grad, grad_fn). Views share storage; ops live in ops.h
+// and are also reachable as methods, PyTorch style.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/dtype.h"
+#include "autograd/shape.h"
+#include "autograd/storage.h"
+
+namespace ag {
+
+struct Node;
+class Tensor;
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Size shape;
+  Strides strides;
+  int64_t offset = 0;  // in elements
+  DType dtype = kFloat32;
+
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;     // null for leaves
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
+  // A view that is part of a graph remembers the storage version it was made at: if its base is
+  // later modified in place, the view's history is stale and using it in a graph is an error.
+  bool is_view = false;
+  uint64_t view_version = 0;
+
+  // set by nn: a Parameter prints "Parameter containing:", and its name appears in graphs
+  bool is_parameter = false;
+  std::string name;
+};
+
+// Options for creation functions: zeros({2, 3}, kFloat64) or
+// zeros({2, 3}, Options().dtype(kFloat64).requires_grad(true)).
+struct Options {
+  DType dtype_ = kFloat32;
+  bool dtype_set = false;  // tensor({...}) infers the dtype from its values unless one is given
+  bool requires_grad_ = false;
+  Options() = default;
+  Options(DType t) : dtype_(t), dtype_set(true) {}  // NOLINT: implicit so a bare dtype can be passed
+  Options dtype(DType t) const { Options o = *this; o.dtype_ = t; o.dtype_set = true; return o; }
+  Options requires_grad(bool r = true) const { Options o = *this; o.requires_grad_ = r; return o; }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  // ---- layout ----
+  const Size& shape() const { return impl_->shape; }
+  const Size& sizes() const { return impl_->shape; }
+  int64_t size(int64_t dim) const;
+  int64_t dim() const { return impl_->shape.size(); }
+  int64_t numel() const { return impl_->shape.numel(); }
+  const Strides& strides() const { return impl_->strides; }
+  int64_t stride(int64_t dim) const;
+  int64_t storage_offset() const { return impl_->offset; }
+  DType dtype() const { return impl_->dtype; }
+  bool is_floating_point() const { return is_floating(impl_->dtype); }
+  bool is_contiguous() const;
+  bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
+
+  // ---- data ----
+  // Pointer to the first element (offset applied). Checks that T matches the dtype.
+  template <class T>
+  T* data_ptr() const;
+  double item() const;  // a one-element tensor's value
+  template <class T>
+  std::vector<T> to_vector() const;  // all elements in row-major order, converted to T
+
+  // ---- autograd ----
+  bool requires_grad() const { return impl_->requires_grad; }
+  Tensor& requires_grad_(bool r = true);
+  bool is_leaf() const { return impl_->grad_fn == nullptr; }
+  Tensor grad() const { return Tensor(impl_->grad); }
+  void set_grad(const Tensor& g) const { impl_->grad = g.impl_; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
+  // Backpropagates from this tensor. Without `gradient` the tensor must hold one element.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;  // same storage, no history
+
+  // ---- conversions ----
+  Tensor to(DType t) const;
+  Tensor float_() const { return to(kFloat32); }
+  Tensor double_() const { return to(kFloat64); }
+  Tensor long_() const { return to(kInt64); }
+  Tensor bool_() const { return to(kBool); }
+  Tensor contiguous() const;
+  Tensor clone() const;
+
+  // ---- views ----
+  Tensor view(const std::vector<int64_t>& shape) const;
+  Tensor reshape(const std::vector<int64_t>& shape) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor t() const;
+  Tensor T() const;  // all dims reversed, like PyTorch's .T
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(const std::vector<int64_t>& shape) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const;  // select(0, index)
+
+  // ---- math ----
+  Tensor neg() const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor sum() const;
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor max() const;
+  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // (values, indices)
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor gt(double v) const;
+  Tensor lt(double v) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor logical_not() const;
+
+  // ---- in place (bump the storage version) ----
+  Tensor& masked_fill_(const Tensor& mask, double value);  // differentiable on non-leaf tensors
+  Tensor& zero_();
+  Tensor& fill_(double value);
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& add_(double value);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(double value);
+  Tensor& copy_(const Tensor& src);
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// PyTorch's repr: tensor([[ 0.3374, -0.1778]], grad_fn=<MmBackward0>)
+std::string repr(const Tensor& t);
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace ag

@@ -1,0 +1,259 @@
+// View ops: new shape/strides/offset over the same storage, no copy. The backward of each view
+// maps the gradient back to the input's layout.
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "autograd/kernels.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+using detail::shape_error;
+
+static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t offset, const char* name,
+                        BackwardFn fn) {
+  Tensor v = detail::alias(t, std::move(shape), std::move(strides), offset);
+  v.impl()->is_view = true;
+  v.impl()->view_version = t.impl()->storage->version;
+  if (needs_grad(t)) record(v, name, {t}, std::move(fn));
+  return v;
+}
+
+// Resolves one -1 in a requested shape against numel.
+static Size infer_shape(const std::vector<int64_t>& req, int64_t numel, const char* op, const Size& from) {
+  Size s(req);
+  int64_t known = 1, infer = -1;
+  for (int64_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) shape_error(op, "only one dimension can be inferred in shape " + s.str());
+      infer = i;
+    } else if (s[i] < 0) {
+      shape_error(op, "invalid shape dimension " + std::to_string(s[i]) + " in " + s.str());
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0) {
+      shape_error(op, "shape " + s.str() + " is invalid for input of shape " + from.str());
+    }
+    s[infer] = numel / known;
+  }
+  if (s.numel() != numel) shape_error(op, "shape " + s.str() + " is invalid for input of shape " + from.str());
+  return s;
+}
+
+// Strides that let `to` view memory laid out as (from, st), if any: dims of `from` that are
+// contiguous with each other may be split or merged, others must map one to one.
+static std::optional<Strides> view_strides(const Size& from, const Strides& st, const Size& to) {
+  Strides out(static_cast<std::size_t>(to.size()), 1);
+  if (from.numel() == 0 || from.size() == 0) return contiguous_strides(to);
+  int64_t view_d = to.size() - 1;
+  int64_t chunk_stride = st.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = from.size() - 1; d >= 0; --d) {
+    tensor_numel *= from[d];
+    bool chunk_ends = d == 0 || (from[d - 1] != 1 && st[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || to[view_d] == 1)) {
+      out[static_cast<std::size_t>(view_d)] = view_numel * chunk_stride;
+      view_numel *= to[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = st[static_cast<std::size_t>(d - 1)];
+      tensor_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+static Tensor view_as_shape(const Tensor& t, const Size& s, const char* name) {
+  auto st = view_strides(t.shape(), t.strides(), s);
+  if (!st) {
+    shape_error("view", "view size is not compatible with input tensor's size and stride (shape " + t.shape().str() +
+                            ", strides " + Size(t.strides()).str() + " -> " + s.str() +
+                            "); use reshape or contiguous() first");
+  }
+  // y = t.view(s)  =>  dt = dy.reshape(t.shape)
+  return make_view(t, s, *st, t.storage_offset(), name,
+                   [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; });
+}
+
+Tensor view(const Tensor& t, const std::vector<int64_t>& shape) {
+  return view_as_shape(t, infer_shape(shape, t.numel(), "view", t.shape()), "ViewBackward0");
+}
+
+Tensor reshape(const Tensor& t, const std::vector<int64_t>& shape) {
+  Size s = infer_shape(shape, t.numel(), "reshape", t.shape());
+  if (view_strides(t.shape(), t.strides(), s)) return view_as_shape(t, s, "ReshapeAliasBackward0");
+  return view_as_shape(clone(t), s, "ViewBackward0");
+}
+
+static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const char* name) {
+  if (t.dim() == 0) return t;
+  d0 = wrap_dim(d0, t.dim(), "transpose", t.shape());
+  d1 = wrap_dim(d1, t.dim(), "transpose", t.shape());
+  Size s = t.shape();
+  Strides st = t.strides();
+  std::swap(s[d0], s[d1]);
+  std::swap(st[static_cast<std::size_t>(d0)], st[static_cast<std::size_t>(d1)]);
+  // y = t.transpose(d0, d1)  =>  dt = dy.transpose(d0, d1)
+  return make_view(t, s, st, t.storage_offset(), name, [d0, d1](const Tensor& g) -> Grads { return {transpose(g, d0, d1)}; });
+}
+
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) { return transpose_named(t, d0, d1, "TransposeBackward0"); }
+
+Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
+  const int64_t n = t.dim();
+  if (static_cast<int64_t>(dims.size()) != n) {
+    shape_error("permute", "number of dims " + Size(dims).str() + " doesn't match the tensor's shape " + t.shape().str());
+  }
+  std::vector<int64_t> d(dims.size()), inv(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  Size s;
+  Strides st;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    d[i] = wrap_dim(dims[i], n, "permute", t.shape());
+    if (seen[static_cast<std::size_t>(d[i])]) shape_error("permute", "repeated dim in " + Size(dims).str());
+    seen[static_cast<std::size_t>(d[i])] = true;
+    inv[static_cast<std::size_t>(d[i])] = static_cast<int64_t>(i);
+    s.vec().push_back(t.shape()[d[i]]);
+    st.push_back(t.strides()[static_cast<std::size_t>(d[i])]);
+  }
+  // y = t.permute(d)  =>  dt = dy.permute(inverse of d)
+  return make_view(t, s, st, t.storage_offset(), "PermuteBackward0",
+                   [inv](const Tensor& g) -> Grads { return {permute(g, inv)}; });
+}
+
+Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  dim = wrap_dim(dim, t.dim() + 1, "unsqueeze", t.shape());
+  Size s = t.shape();
+  Strides st = t.strides();
+  int64_t new_stride = dim < t.dim() ? st[static_cast<std::size_t>(dim)] * s[dim] : 1;
+  s.vec().insert(s.vec().begin() + dim, 1);
+  st.insert(st.begin() + dim, new_stride);
+  // y = t.unsqueeze(dim)  =>  dt = dy.squeeze(dim)
+  return make_view(t, s, st, t.storage_offset(), "UnsqueezeBackward0",
+                   [dim](const Tensor& g) -> Grads { return {squeeze(g, dim)}; });
+}
+
+static Tensor squeeze_dims(const Tensor& t, const std::vector<bool>& drop, const char* name) {
+  Size s;
+  Strides st;
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (drop[static_cast<std::size_t>(i)]) continue;
+    s.vec().push_back(t.shape()[i]);
+    st.push_back(t.strides()[static_cast<std::size_t>(i)]);
+  }
+  // y = t.squeeze(...)  =>  dt = dy.reshape(t.shape)
+  return make_view(t, s, st, t.storage_offset(), name,
+                   [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; });
+}
+
+Tensor squeeze(const Tensor& t) {
+  std::vector<bool> drop(static_cast<std::size_t>(t.dim()));
+  for (int64_t i = 0; i < t.dim(); ++i) drop[static_cast<std::size_t>(i)] = t.shape()[i] == 1;
+  return squeeze_dims(t, drop, "SqueezeBackward0");
+}
+
+Tensor squeeze(const Tensor& t, int64_t dim) {
+  if (t.dim() == 0) return squeeze_dims(t, {}, "SqueezeBackward1");
+  dim = wrap_dim(dim, t.dim(), "squeeze", t.shape());
+  std::vector<bool> drop(static_cast<std::size_t>(t.dim()), false);
+  drop[static_cast<std::size_t>(dim)] = t.shape()[dim] == 1;
+  return squeeze_dims(t, drop, "SqueezeBackward1");
+}
+
+Tensor expand(const Tensor& t, const std::vector<int64_t>& shape) {
+  const int64_t n = static_cast<int64_t>(shape.size()), m = t.dim();
+  if (n < m) {
+    shape_error("expand", "the number of sizes provided " + Size(shape).str() +
+                              " must be greater or equal to the number of dimensions of shape " + t.shape().str());
+  }
+  Size s(shape);
+  Strides st(static_cast<std::size_t>(n), 0);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    int64_t j = i - (n - m);
+    int64_t have = j >= 0 ? t.shape()[j] : 1;
+    if (s[i] == -1) {
+      if (j < 0) shape_error("expand", "-1 is not allowed in a leading, non-existing dimension: " + Size(shape).str());
+      s[i] = have;
+    }
+    if (j >= 0 && have == s[i]) st[static_cast<std::size_t>(i)] = t.strides()[static_cast<std::size_t>(j)];
+    else if (have != 1) {
+      shape_error("expand", "the expanded size " + std::to_string(s[i]) + " must match the existing size " +
+                                std::to_string(have) + " at non-singleton dimension " + std::to_string(i) +
+                                ": cannot expand shape " + t.shape().str() + " to " + Size(shape).str());
+    }
+  }
+  // y = t.expand(s)  =>  dt = dy summed over the broadcast dims
+  return make_view(t, s, st, t.storage_offset(), "ExpandBackward0",
+                   [from = t.shape()](const Tensor& g) -> Grads { return {sum_to(g, from)}; });
+}
+
+// Gradient of a view that picks part of t: zeros of t's shape with g written into that part.
+static Tensor scatter_into_zeros(const Tensor& g, const Size& shape, const std::function<Tensor(const Tensor&)>& part) {
+  Tensor z = zeros(shape.vec(), g.dtype());
+  detail::copy_into(part(z), g);
+  return z;
+}
+
+Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  if (t.dim() == 0) shape_error("slice", "cannot slice a 0-dim tensor");
+  dim = wrap_dim(dim, t.dim(), "slice", t.shape());
+  if (step <= 0) shape_error("slice", "step must be positive, got " + std::to_string(step));
+  const int64_t n = t.shape()[dim];
+  int64_t b = start.value_or(0), e = end.value_or(n);
+  if (b < 0) b += n;
+  if (e < 0) e += n;
+  b = std::clamp<int64_t>(b, 0, n);
+  e = std::clamp<int64_t>(e, b, n);
+  Size s = t.shape();
+  Strides st = t.strides();
+  s[dim] = (e - b + step - 1) / step;
+  const int64_t off = t.storage_offset() + b * st[static_cast<std::size_t>(dim)];
+  st[static_cast<std::size_t>(dim)] *= step;
+  // y = t[b:e:step] along dim  =>  dt = zeros with dt[b:e:step] = dy
+  return make_view(t, s, st, off, "SliceBackward0", [from = t.shape(), dim, b, e, step](const Tensor& g) -> Grads {
+    return {scatter_into_zeros(g, from, [&](const Tensor& z) { return slice(z, dim, b, e, step); })};
+  });
+}
+
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  if (t.dim() == 0) shape_error("narrow", "cannot narrow a 0-dim tensor");
+  const int64_t d = wrap_dim(dim, t.dim(), "narrow", t.shape());
+  const int64_t n = t.shape()[d];
+  if (start < 0) start += n;
+  if (start < 0 || length < 0 || start + length > n) {
+    shape_error("narrow", "start " + std::to_string(start) + " + length " + std::to_string(length) +
+                              " exceeds dimension size " + std::to_string(n) + " of shape " + t.shape().str());
+  }
+  return slice(t, d, start, start + length, 1);
+}
+
+Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  if (t.dim() == 0) shape_error("select", "cannot select on a 0-dim tensor");
+  dim = wrap_dim(dim, t.dim(), "select", t.shape());
+  const int64_t n = t.shape()[dim];
+  if (index < -n || index >= n) {
+    throw std::out_of_range("[select] index " + std::to_string(index) + " is out of bounds for dimension " +
+                            std::to_string(dim) + " with size " + std::to_string(n) + " (shape " + t.shape().str() + ")");
+  }
+  if (index < 0) index += n;
+  Size s = t.shape();
+  Strides st = t.strides();
+  const int64_t off = t.storage_offset() + index * st[static_cast<std::size_t>(dim)];
+  s.vec().erase(s.vec().begin() + dim);
+  st.erase(st.begin() + dim);
+  // y = t.select(dim, i)  =>  dt = zeros with dt.select(dim, i) = dy
+  return make_view(t, s, st, off, "SelectBackward0", [from = t.shape(), dim, index](const Tensor& g) -> Grads {
+    return {scatter_into_zeros(g, from, [&](const Tensor& z) { return select(z, dim, index); })};
+  });
+}
+
+}  // namespace ag
