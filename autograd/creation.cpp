@@ -171,17 +171,4 @@ static Tensor tri(const Tensor& t, int64_t diagonal, bool upper, const char* op,
 Tensor triu(const Tensor& t, int64_t diagonal) { return tri(t, diagonal, true, "triu", "TriuBackward0"); }
 Tensor tril(const Tensor& t, int64_t diagonal) { return tri(t, diagonal, false, "tril", "TrilBackward0"); }
 
-Tensor rand(const std::vector<int64_t>& shape, Options o, Generator* gen) {
-  Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_tensor(Size(shape), o.dtype_);
-  dispatch_float(o.dtype_, "rand", [&]<typename T>() {
-    T* p = t.data_ptr<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if constexpr (std::is_same_v<T, float>) p[i] = g.unit_float();
-      else p[i] = g.unit_double();
-    }
-  });
-  return finish(t, o);
-}
-
 }  // namespace ag

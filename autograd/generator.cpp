@@ -4,6 +4,7 @@ namespace ag {
 
 void Generator::manual_seed(uint64_t seed) {
   seed_ = seed;
+  next_double_normal.reset();
   engine_.seed(static_cast<uint32_t>(seed & 0xFFFFFFFFu));
 }
 

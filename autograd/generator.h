@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 
 namespace ag {
@@ -13,7 +14,7 @@ class Generator {
   explicit Generator(uint64_t seed = kDefaultSeed) { manual_seed(seed); }
 
   // Reseeds the engine with the low 32 bits of `seed` (as PyTorch does) and clears the
-  // cached normal value.
+  // cached normal value. A negative seed wraps as two's complement, as in PyTorch.
   void manual_seed(uint64_t seed);
   uint64_t initial_seed() const { return seed_; }
 
@@ -27,6 +28,10 @@ class Generator {
   // Uniform in [0, 1): 24 low bits of one draw (float32) or 53 low bits of random64() (float64).
   float unit_float() { return static_cast<float>(random() & 0xFFFFFFu) * 0x1.0p-24f; }
   double unit_double() { return static_cast<double>(random64() & ((1ULL << 53) - 1)) * 0x1.0p-53; }
+
+  // The second value of the last scalar Box-Muller pair, used by the next scalar-path normal
+  // (of any dtype, mean or std). manual_seed clears it.
+  std::optional<double> next_double_normal;
 
  private:
   std::mt19937 engine_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "autograd/random.h"
 #include "autograd/tensor.h"
 
 namespace ag {
@@ -56,8 +57,6 @@ Tensor from_vector(const std::vector<float>& data, const std::vector<int64_t>& s
 Tensor from_vector(const std::vector<int64_t>& data, const std::vector<int64_t>& shape, Options o = kInt64);
 Tensor triu(const Tensor& t, int64_t diagonal = 0);
 Tensor tril(const Tensor& t, int64_t diagonal = 0);
-// Uniform [0, 1) from the generator (PyTorch's torch.rand draws).
-Tensor rand(const std::vector<int64_t>& shape, Options o = {}, Generator* gen = nullptr);
 
 // ---- dtype and layout (convert.cpp) ----
 Tensor to(const Tensor& t, DType dtype);  // ToCopyBackward0

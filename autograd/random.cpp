@@ -1,0 +1,281 @@
+// PyTorch-identical random numbers (torch-rng.md). This file is compiled with
+// -ffp-contract=off: every multiply-add below is rounded twice unless written as std::fma/fmaf,
+// exactly where PyTorch's kernels fuse them.
+#include "autograd/random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "autograd/inplace.h"
+#include "autograd/kernels.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+Generator& pick(Generator* g) { return g ? *g : default_generator(); }
+
+float from_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Storage offsets of t's elements in the order they sit in memory: the order PyTorch's serial
+// random kernels visit a strided tensor (row-major order when contiguous).
+std::vector<int64_t> memory_order(const Tensor& t) {
+  std::vector<int64_t> offs;
+  offs.reserve(static_cast<std::size_t>(t.numel()));
+  detail::walk<1>(t.shape(), {&t.strides()}, {t.storage_offset()}, [&](const std::array<int64_t, 1>& o) { offs.push_back(o[0]); });
+  if (!t.is_contiguous()) std::sort(offs.begin(), offs.end());
+  return offs;
+}
+
+// ---- normal: scalar path (section 3.2) ----
+
+// One normal_distribution<double> sample: Box-Muller over two 53-bit uniforms, the second value
+// cached in the generator. Returned as v, before the affine map.
+double scalar_normal(Generator& g) {
+  if (g.next_double_normal) {
+    const double v = *g.next_double_normal;
+    g.next_double_normal.reset();
+    return v;
+  }
+  const double u1 = g.unit_double();
+  const double u2 = g.unit_double();
+  const double r = std::sqrt(-2.0 * std::log(1.0 - u2));
+  const double theta = 6.283185307179586 * u1;
+  g.next_double_normal = r * std::sin(theta);
+  return r * std::cos(theta);
+}
+
+// ---- normal: block path, float32 lanes (section 3.4) ----
+
+constexpr uint32_t kLogP[9] = {0x3D9021BB, 0xBDEBD1B8, 0x3DEF251A, 0xBDFE5D4F, 0x3E11E9BF,
+                               0xBE2AAE50, 0x3E4CCEAC, 0xBE7FFFFC, 0x3EAAAAAA};
+
+// u1 (16 lanes in p[0..7] and p[8..15]) -> 16 normals, lane j paired with lane j + 8.
+void box_muller16_f32(float* p, float mean, float std) {
+  for (int j = 0; j < 8; ++j) {
+    const float u1 = 1.0f - p[j];
+    const float u2 = p[j + 8];
+    const float radius = std::sqrt(-2.0f * avx_log(u1));
+    const float theta = from_bits(0x40C90FDB) * u2;
+    float s, c;
+    avx_sincos(theta, s, c);
+    const float n1 = radius * c;
+    const float n2 = radius * s;
+    p[j] = std::fmaf(n1, std, mean);
+    p[j + 8] = std::fmaf(n2, std, mean);
+  }
+}
+
+// ---- normal: block path, float64 lanes (section 3.5) ----
+void box_muller16_f64(double* p, double mean, double std) {
+  for (int j = 0; j < 8; ++j) {
+    const double u1 = 1.0 - p[j];
+    const double u2 = p[j + 8];
+    const double radius = std::sqrt(-2.0 * std::log(u1));
+    const double theta = 6.283185307179586 * u2;
+    const double a = radius * std::cos(theta);
+    const double b = radius * std::sin(theta);
+    p[j] = std::fma(a, std, mean);
+    p[j + 8] = std::fma(b, std, mean);
+  }
+}
+
+// n >= 16 contiguous values: n uniforms, every full block of 16 transformed, then (if n is not a
+// multiple of 16) the last 16 elements redrawn and transformed again (section 3.3).
+template <class T>
+void block_normal(T* d, int64_t n, double mean, double std, Generator& g) {
+  auto unit = [&g]() -> T {
+    if constexpr (std::is_same_v<T, float>) return g.unit_float();
+    else return g.unit_double();
+  };
+  auto block = [&](T* p) {
+    if constexpr (std::is_same_v<T, float>) box_muller16_f32(p, static_cast<float>(mean), static_cast<float>(std));
+    else box_muller16_f64(p, mean, std);
+  };
+  for (int64_t i = 0; i < n; ++i) d[i] = unit();
+  for (int64_t k = 0; k + 16 <= n; k += 16) block(d + k);
+  if (n % 16 != 0) {
+    T* tail = d + n - 16;
+    for (int k = 0; k < 16; ++k) tail[k] = unit();
+    block(tail);
+  }
+}
+
+Tensor finish(Tensor t, const Options& o) {
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+
+}  // namespace
+
+float avx_log(float x) {
+  if (!(x > 0.0f)) return std::nanf("");
+  x = std::max(x, from_bits(0x00800000));  // smallest normal float
+  const uint32_t b = bits_of(x);
+  float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 127) + 1.0f;
+  x = from_bits((b & 0x807FFFFFu) | 0x3F000000u);  // mantissa scaled into [0.5, 1)
+  if (x < from_bits(0x3F3504F3)) {                  // sqrt(1/2)
+    e = e - 1.0f;
+    const float t = x - 1.0f;
+    x = t + x;
+  } else {
+    x = x - 1.0f;
+  }
+  const float z = x * x;
+  float y = from_bits(kLogP[0]);
+  for (int i = 1; i < 9; ++i) y = std::fmaf(y, x, from_bits(kLogP[i]));
+  y = y * x;
+  const float eq1 = e * from_bits(0xB95E8083);  // Q1
+  y = std::fmaf(y, z, eq1);
+  y = y - z * 0.5f;
+  const float xy = x + y;
+  return std::fmaf(e, from_bits(0x3F318000), xy);  // Q2
+}
+
+void avx_sincos(float t, float& s_out, float& c_out) {
+  uint32_t sgn_s = bits_of(t) & 0x80000000u;
+  float x = std::fabs(t);
+  const float scaled = x * from_bits(0x3FA2F983);  // 4 / pi
+  int32_t j = static_cast<int32_t>(scaled);        // truncation
+  j = (j + 1) & ~1;
+  const float y = static_cast<float>(j);
+  const uint32_t swap = static_cast<uint32_t>(j & 4) << 29;
+  const bool use_a = (j & 2) == 0;
+  x = std::fmaf(y, from_bits(0xBF490000), x);  // DP1
+  x = std::fmaf(y, from_bits(0xB97DA000), x);  // DP2
+  x = std::fmaf(y, from_bits(0xB3222169), x);  // DP3
+  const uint32_t sgn_c = (static_cast<uint32_t>(~(j - 2)) & 4u) << 29;
+  sgn_s ^= swap;
+  const float z = x * x;
+  // cos polynomial
+  float a = std::fmaf(from_bits(0x37CCF5CE), z, from_bits(0xBAB6061A));
+  a = std::fmaf(a, z, from_bits(0x3D2AAAA5));
+  a = a * z;
+  const float half_z = z * 0.5f;
+  a = std::fmaf(a, z, -half_z);
+  a = a + 1.0f;
+  // sin polynomial
+  float b = std::fmaf(from_bits(0xB94CA1F9), z, from_bits(0x3C08839E));
+  b = std::fmaf(b, z, from_bits(0xBE2AAAA3));
+  b = b * z;
+  b = std::fmaf(b, x, x);
+  const float sv = use_a ? b : a;
+  const float cv = use_a ? a : b;
+  s_out = from_bits(bits_of(sv) ^ sgn_s);
+  c_out = from_bits(bits_of(cv) ^ sgn_c);
+}
+
+Tensor rand(const std::vector<int64_t>& shape, Options o, Generator* gen) {
+  Tensor t = detail::make_tensor(Size(shape), o.dtype_);
+  uniform_(t, 0.0, 1.0, gen);
+  t.impl()->storage->version = 0;
+  return finish(t, o);
+}
+
+Tensor randn(const std::vector<int64_t>& shape, Options o, Generator* gen) {
+  Tensor t = detail::make_tensor(Size(shape), o.dtype_);
+  normal_(t, 0.0, 1.0, gen);
+  t.impl()->storage->version = 0;
+  return finish(t, o);
+}
+
+Tensor& uniform_(Tensor& t, double from, double to, Generator* gen) {
+  if (!(from <= to)) {
+    throw std::invalid_argument("[uniform_] expects from <= to, but got from=" + std::to_string(from) +
+                                " to=" + std::to_string(to));
+  }
+  Generator& g = pick(gen);
+  detail::begin_inplace(t, "uniform_", false);
+  const std::vector<int64_t> offs = memory_order(t);
+  dispatch_float(t.dtype(), "uniform_", [&]<typename T>() {
+    T* p = static_cast<T*>(t.impl()->storage->data);
+    if constexpr (std::is_same_v<T, float>) {
+      // out = fmaf(x, f32(f32(to) - f32(from)), f32(from))
+      const float lo = static_cast<float>(from), hi = static_cast<float>(to);
+      const float range = hi - lo;
+      for (int64_t o : offs) p[o] = std::fmaf(g.unit_float(), range, lo);
+    } else {
+      const double range = to - from;
+      for (int64_t o : offs) p[o] = std::fma(g.unit_double(), range, from);
+    }
+  });
+  return t;
+}
+
+Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
+  if (!(std >= 0.0)) throw std::invalid_argument("[normal_] expects std >= 0.0, but found std " + std::to_string(std));
+  Generator& g = pick(gen);
+  detail::begin_inplace(t, "normal_", false);
+  dispatch_float(t.dtype(), "normal_", [&]<typename T>() {
+    T* base = static_cast<T*>(t.impl()->storage->data);
+    const int64_t n = t.numel();
+    if (n >= 16 && t.is_contiguous()) {
+      block_normal<T>(base + t.storage_offset(), n, mean, std, g);
+      return;
+    }
+    for (int64_t o : memory_order(t)) base[o] = static_cast<T>(std::fma(scalar_normal(g), std, mean));
+  });
+  return t;
+}
+
+Tensor& bernoulli_(Tensor& t, double p, Generator* gen) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    throw std::invalid_argument("[bernoulli_] expects p to be in [0, 1], but got p=" + std::to_string(p));
+  }
+  Generator& g = pick(gen);
+  detail::begin_inplace(t, "bernoulli_", false);
+  const std::vector<int64_t> offs = memory_order(t);
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* d = static_cast<T*>(t.impl()->storage->data);
+    for (int64_t o : offs) d[o] = static_cast<T>(g.unit_double() < p ? 1 : 0);
+  });
+  return t;
+}
+
+Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& shape, Options o, Generator* gen) {
+  if (!(low < high)) {
+    throw std::invalid_argument("[randint] expects low < high, but got low=" + std::to_string(low) +
+                                " high=" + std::to_string(high));
+  }
+  Generator& g = pick(gen);
+  Tensor t = detail::make_tensor(Size(shape), o.dtype_);
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  dispatch_all(o.dtype_, [&]<typename T>() {
+    T* d = t.data_ptr<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const uint64_t v = range >= (1ULL << 32) ? g.random64() % range : g.random() % range;
+      d[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + v));
+    }
+  });
+  return finish(t, o);
+}
+
+Tensor randint(int64_t high, const std::vector<int64_t>& shape, Options o, Generator* gen) {
+  return randint(0, high, shape, o, gen);
+}
+
+Tensor randperm(int64_t n, Options o, Generator* gen) {
+  if (n < 0) throw std::invalid_argument("[randperm] n must be non-negative, got " + std::to_string(n));
+  Generator& g = pick(gen);
+  std::vector<int64_t> r(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = i;
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const auto z = static_cast<int64_t>(g.random() % static_cast<uint64_t>(n - i));
+    std::swap(r[static_cast<std::size_t>(i)], r[static_cast<std::size_t>(i + z)]);
+  }
+  return finish(from_vector(r, {n}, o.dtype_), o);
+}
+
+}  // namespace ag

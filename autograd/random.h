@@ -1,0 +1,36 @@
+// Random tensors, drawn exactly as PyTorch 1.13 draws them on the CPU (the AVX2 kernels, which
+// PyTorch picks on every x86-64 CPU with AVX2): same seed, same bits. Spec and test vectors:
+// ../shared/docs/torch-rng.md. Every function takes an optional generator; the default
+// generator (manual_seed) is used otherwise.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/generator.h"
+#include "autograd/tensor.h"
+
+namespace ag {
+
+// torch.rand: uniform [0, 1). float32 uses 24 bits of one draw, float64 53 bits of two.
+Tensor rand(const std::vector<int64_t>& shape, Options o = {}, Generator* gen = nullptr);
+// torch.randn: standard normal (scalar Box-Muller below 16 elements, the 16-lane block
+// algorithm from 16 elements on).
+Tensor randn(const std::vector<int64_t>& shape, Options o = {}, Generator* gen = nullptr);
+// torch.randint(low, high, shape): integers in [low, high), int64 unless another dtype is given.
+Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& shape, Options o = kInt64, Generator* gen = nullptr);
+Tensor randint(int64_t high, const std::vector<int64_t>& shape, Options o = kInt64, Generator* gen = nullptr);
+// torch.randperm(n): a random permutation of 0..n-1.
+Tensor randperm(int64_t n, Options o = kInt64, Generator* gen = nullptr);
+
+// In place, filling elements in memory order (as PyTorch does for strided tensors).
+Tensor& uniform_(Tensor& t, double from = 0.0, double to = 1.0, Generator* gen = nullptr);
+Tensor& normal_(Tensor& t, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+Tensor& bernoulli_(Tensor& t, double p = 0.5, Generator* gen = nullptr);  // 1 with probability p
+
+// The float32 log and sincos of PyTorch's AVX2 normal kernel (avx_mathfun polynomials), exposed
+// for their unit tests.
+float avx_log(float x);
+void avx_sincos(float t, float& s, float& c);
+
+}  // namespace ag
