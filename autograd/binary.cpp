@@ -129,6 +129,13 @@ Tensor eq(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "eq"
 Tensor ne(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ne", [](auto x, auto y) -> uint8_t { return x != y; }); }
 Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) -> uint8_t { return x == y; }); }
 
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "logical_and", [](auto x, auto y) -> uint8_t { return x != 0 && y != 0; });
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "logical_or", [](auto x, auto y) -> uint8_t { return x != 0 || y != 0; });
+}
+
 Tensor logical_not(const Tensor& t) {
   return dispatch_all(t.dtype(), [&]<typename T>() {
     return detail::map_unary<uint8_t, T>(t, kBool, [](T x) -> uint8_t { return x == T(0); });

@@ -109,6 +109,8 @@ Tensor eq(const Tensor& a, double b);
 Tensor ne(const Tensor& a, double b);
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& t);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
 
 // ---- reductions (reduce.cpp) ----
 Tensor sum(const Tensor& t);

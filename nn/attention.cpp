@@ -1,0 +1,229 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ag::nn {
+
+namespace {
+
+void expect_rank(const std::string& who, const Tensor& x, int64_t rank, const char* layout) {
+  if (x.dim() != rank) {
+    throw std::invalid_argument("[" + who + "] expected input of rank " + std::to_string(rank) + " " + layout +
+                                ", got shape " + x.shape().str());
+  }
+}
+
+void expect_last(const std::string& who, const Tensor& x, int64_t d_in) {
+  if (x.size(-1) != d_in) {
+    throw std::invalid_argument("[" + who + "] input of shape " + x.shape().str() + " does not end in d_in=" + std::to_string(d_in));
+  }
+}
+
+// The causal mask buffer sliced to T x T as bool, with a clear error past context_length.
+Tensor causal_mask(const std::string& who, const Tensor& mask, int64_t t, int64_t context_length) {
+  if (t > context_length) {
+    throw std::invalid_argument("[" + who + "] sequence length " + std::to_string(t) + " exceeds context_length " +
+                                std::to_string(context_length));
+  }
+  return mask.slice(0, 0, t).slice(1, 0, t).bool_();
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
+                                    bool is_causal, double dropout_p, Generator* gen) {
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2 || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2)) {
+    throw std::invalid_argument("[scaled_dot_product_attention] expected q (..., L, E), k (..., S, E), v (..., S, Ev), got " +
+                                q.shape().str() + ", " + k.shape().str() + ", " + v.shape().str());
+  }
+  const int64_t L = q.size(-2), S = k.size(-2);
+  // scores (..., L, S) = q k^T / sqrt(E)
+  Tensor scores = matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  Tensor allowed;  // bool (..., L, S): true where a query may attend
+  if (attn_mask.defined()) {
+    if (attn_mask.dtype() != kBool) throw std::invalid_argument("[scaled_dot_product_attention] attn_mask must be bool (true = attend), got " + dtype_name(attn_mask.dtype()));
+    allowed = attn_mask;
+  }
+  if (is_causal) {
+    Tensor causal = tril(ones({L, S}, kBool));
+    allowed = allowed.defined() ? logical_and(allowed, causal) : causal;
+  }
+  if (!allowed.defined()) {
+    Tensor w = softmax(scores, -1);
+    if (dropout_p > 0) w = dropout(w, dropout_p, true, gen);
+    return matmul(w, v);
+  }
+  const Size shape = broadcast_shapes(scores.shape(), allowed.shape(), "scaled_dot_product_attention");
+  if (shape != scores.shape()) {
+    throw std::invalid_argument("[scaled_dot_product_attention] attn_mask of shape " + allowed.shape().str() +
+                                " does not broadcast to the scores' shape " + scores.shape().str());
+  }
+  // A row with no allowed key would be softmax of all -inf (NaN). Such rows are left unmasked
+  // for the softmax (finite) and zeroed afterwards, so values and gradients there are 0.
+  Tensor blocked = logical_not(allowed);
+  Tensor empty_row = eq(sum(allowed.to(kInt64), {-1}, true), 0.0);  // (..., L, 1)
+  Tensor fill = logical_and(blocked, logical_not(empty_row));
+  Tensor w = softmax(masked_fill(scores, fill, -INFINITY), -1);
+  w = masked_fill(w, empty_row, 0.0);
+  if (dropout_p > 0) w = dropout(w, dropout_p, true, gen);
+  return matmul(w, v);
+}
+
+// ---- seed 000 ----
+
+SelfAttention::SelfAttention(int64_t d_in, int64_t kq, int64_t dv) : Module("SelfAttention"), d_out_kq(kq) {
+  W_query = register_parameter("W_query", rand({d_in, kq}));
+  W_key = register_parameter("W_key", rand({d_in, kq}));
+  W_value = register_parameter("W_value", rand({d_in, dv}));
+}
+
+Tensor SelfAttention::forward(const Tensor& x) {
+  expect_rank(type_name(), x, 2, "(seq, d_in)");
+  expect_last(type_name(), x, W_query.size(0));
+  Tensor keys = matmul(x, W_key);
+  Tensor queries = matmul(x, W_query);
+  Tensor values = matmul(x, W_value);
+  Tensor attn_scores = matmul(queries, keys.T());  // unnormalized attention weights
+  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(d_out_kq), 0.5), -1);
+  return matmul(attn_weights, values);
+}
+
+MultiHeadAttentionWrapper::MultiHeadAttentionWrapper(int64_t d_in, int64_t kq, int64_t dv, int64_t num_heads)
+    : Module("MultiHeadAttentionWrapper") {
+  if (num_heads < 1) throw std::invalid_argument("[MultiHeadAttentionWrapper] num_heads must be >= 1, got " + std::to_string(num_heads));
+  heads = register_module("heads", std::make_shared<ModuleList<SelfAttention>>());
+  for (int64_t h = 0; h < num_heads; ++h) heads->push_back(std::make_shared<SelfAttention>(d_in, kq, dv));
+}
+
+Tensor MultiHeadAttentionWrapper::forward(const Tensor& x) {
+  std::vector<Tensor> outs;
+  for (const auto& head : *heads) outs.push_back(head->forward(x));
+  return cat(outs, -1);
+}
+
+CrossAttention::CrossAttention(int64_t d_in, int64_t kq, int64_t dv) : Module("CrossAttention"), d_out_kq(kq) {
+  W_query = register_parameter("W_query", rand({d_in, kq}));
+  W_key = register_parameter("W_key", rand({d_in, kq}));
+  W_value = register_parameter("W_value", rand({d_in, dv}));
+}
+
+Tensor CrossAttention::forward(const Tensor& x_1, const Tensor& x_2) {
+  expect_rank(type_name(), x_1, 2, "(seq_1, d_in)");
+  expect_rank(type_name(), x_2, 2, "(seq_2, d_in)");
+  expect_last(type_name(), x_1, W_query.size(0));
+  expect_last(type_name(), x_2, W_query.size(0));
+  Tensor queries_1 = matmul(x_1, W_query);
+  Tensor keys_2 = matmul(x_2, W_key);
+  Tensor values_2 = matmul(x_2, W_value);
+  Tensor attn_scores = matmul(queries_1, keys_2.T());
+  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(d_out_kq), 0.5), -1);
+  return matmul(attn_weights, values_2);
+}
+
+// ---- seed 001 ----
+
+LinearSelfAttention::LinearSelfAttention(int64_t d_model, int64_t row, int64_t col)
+    : Module("SelfAttention"), row_dim(row), col_dim(col) {
+  W_q = register_module("W_q", std::make_shared<Linear>(d_model, d_model, false));
+  W_k = register_module("W_k", std::make_shared<Linear>(d_model, d_model, false));
+  W_v = register_module("W_v", std::make_shared<Linear>(d_model, d_model, false));
+}
+
+Tensor LinearSelfAttention::forward(const Tensor& token_encodings, const Tensor& mask) {
+  Tensor q = W_q->forward(token_encodings);
+  Tensor k = W_k->forward(token_encodings);
+  Tensor v = W_v->forward(token_encodings);
+  Tensor sims = matmul(q, k.transpose(row_dim, col_dim));
+  Tensor scaled_sims = sims / std::pow(static_cast<double>(k.size(col_dim)), 0.5);
+  if (mask.defined()) scaled_sims = masked_fill(scaled_sims, mask, -1e9);
+  Tensor attention_percents = softmax(scaled_sims, col_dim);
+  return matmul(attention_percents, v);
+}
+
+// ---- seed 003 ----
+
+SelfAttentionV1::SelfAttentionV1(int64_t d_in, int64_t d_out) : Module("SelfAttentionV1") {
+  W_query = register_parameter("W_query", rand({d_in, d_out}));
+  W_key = register_parameter("W_key", rand({d_in, d_out}));
+  W_value = register_parameter("W_value", rand({d_in, d_out}));
+}
+
+Tensor SelfAttentionV1::forward(const Tensor& x) {
+  expect_rank(type_name(), x, 2, "(seq, d_in)");
+  expect_last(type_name(), x, W_query.size(0));
+  Tensor keys = matmul(x, W_key);
+  Tensor values = matmul(x, W_value);
+  Tensor queries = matmul(x, W_query);
+  Tensor w = softmax(matmul(queries, keys.T()) / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  return matmul(w, values);
+}
+
+SelfAttentionV2::SelfAttentionV2(int64_t d_in, int64_t d_out, bool qkv_bias) : Module("SelfAttentionV2") {
+  W_query = register_module("W_query", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  W_key = register_module("W_key", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  W_value = register_module("W_value", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+}
+
+Tensor SelfAttentionV2::forward(const Tensor& x) {
+  expect_rank(type_name(), x, 2, "(seq, d_in)");
+  Tensor keys = W_key->forward(x);
+  Tensor values = W_value->forward(x);
+  Tensor queries = W_query->forward(x);
+  Tensor w = softmax(matmul(queries, keys.T()) / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  return matmul(w, values);
+}
+
+CausalAttention::CausalAttention(int64_t d_in, int64_t d_out, int64_t ctx, double p, bool qkv_bias)
+    : Module("CausalAttention"), context_length(ctx) {
+  W_K = register_module("W_K", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  W_Q = register_module("W_Q", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  W_V = register_module("W_V", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+  mask = register_buffer("mask", triu(ones({ctx, ctx}), 1));
+}
+
+Tensor CausalAttention::forward(const Tensor& x) {
+  expect_rank(type_name(), x, 3, "(batch, seq, d_in)");
+  Tensor keys = W_K->forward(x);
+  Tensor values = W_V->forward(x);
+  Tensor queries = W_Q->forward(x);
+  Tensor attn_scores = matmul(queries, keys.transpose(1, 2));
+  attn_scores = masked_fill(attn_scores, causal_mask(type_name(), mask, x.size(1), context_length), -INFINITY);
+  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  attn_weights = dropout->forward(attn_weights);
+  return matmul(attn_weights, values);
+}
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_in, int64_t d_out_, int64_t ctx, double p, int64_t heads, bool qkv_bias)
+    : Module("MultiHeadAttention"), d_out(d_out_), num_heads(heads), head_dim(0), context_length(ctx) {
+  if (heads < 1 || d_out % heads != 0) {
+    throw std::invalid_argument("[MultiHeadAttention] d_out must be divisible by num_heads (d_out=" + std::to_string(d_out) +
+                                ", num_heads=" + std::to_string(heads) + ")");
+  }
+  head_dim = d_out / heads;
+  W_query = register_module("W_query", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  W_value = register_module("W_value", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  W_key = register_module("W_key", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(d_out, d_out));
+  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+  mask = register_buffer("mask", triu(ones({ctx, ctx}), 1));
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x) {
+  expect_rank(type_name(), x, 3, "(batch, seq, d_in)");
+  const int64_t b = x.size(0), t = x.size(1);
+  // (B, T, d_out) -> (B, T, heads, head_dim) -> (B, heads, T, head_dim)
+  Tensor keys = W_key->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
+  Tensor values = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
+  Tensor queries = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
+  Tensor attn_scores = matmul(queries, keys.transpose(2, 3));  // (B, heads, T, T)
+  attn_scores = masked_fill(attn_scores, causal_mask(type_name(), mask, t, context_length), -INFINITY);
+  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  attn_weights = dropout->forward(attn_weights);
+  Tensor context = matmul(attn_weights, values).transpose(1, 2);  // (B, T, heads, head_dim)
+  context = context.contiguous().view({b, t, d_out});
+  return out_proj->forward(context);
+}
+
+}  // namespace ag::nn

@@ -1,0 +1,106 @@
+#include "nn/layers.h"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "nn/init.h"
+
+namespace ag::nn {
+
+static std::string bool_str(bool b) { return b ? "True" : "False"; }
+
+// Python's repr of a float: the shortest round-tripping form ("0.1", "1e-05", "0.0").
+static std::string py_float(double v) {
+  char buf[32];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::stod(buf) == v) break;
+  }
+  std::string s = buf;  // C's %g and Python's repr agree on exponents ("1e-05")
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // "0" -> "0.0", as Python prints
+  return s;
+}
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias) : Module("Linear"), in_features(in), out_features(out) {
+  if (in < 0 || out < 0) {
+    throw std::invalid_argument("[Linear] in_features and out_features must be non-negative, got " + std::to_string(in) +
+                                " and " + std::to_string(out));
+  }
+  weight = register_parameter("weight", empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", empty({out}));
+  init::linear_reset_parameters(weight, with_bias ? &bias : nullptr);
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  if (x.dim() == 0 || x.size(-1) != in_features) {
+    throw std::invalid_argument("[Linear] input of shape " + x.shape().str() + " does not end in in_features=" +
+                                std::to_string(in_features) + " (weight shape " + weight.shape().str() + ")");
+  }
+  if (x.dim() > 2 && bias.defined()) {  // as PyTorch: flatten to 2-D, addmm, view back
+    std::vector<int64_t> out_shape(x.shape().begin(), x.shape().end() - 1);
+    out_shape.push_back(out_features);
+    return forward(x.reshape({-1, in_features})).view(out_shape);
+  }
+  Tensor y = matmul(x, weight.t());
+  if (!bias.defined()) return y;
+  y = y + bias;
+  if (x.dim() == 2 && y.grad_fn()) y.grad_fn()->name = "AddmmBackward0";  // PyTorch's fused name
+  return y;
+}
+
+std::string Linear::extra_repr() const {
+  return "in_features=" + std::to_string(in_features) + ", out_features=" + std::to_string(out_features) +
+         ", bias=" + bool_str(bias.defined());
+}
+
+Embedding::Embedding(int64_t num, int64_t dim) : Module("Embedding"), num_embeddings(num), embedding_dim(dim) {
+  if (num < 0 || dim < 0) throw std::invalid_argument("[Embedding] sizes must be non-negative, got " + std::to_string(num) + ", " + std::to_string(dim));
+  weight = register_parameter("weight", empty({num, dim}));
+  init::embedding_reset_parameters(weight);
+}
+
+Tensor Embedding::forward(const Tensor& ids) { return embedding(weight, ids); }
+
+std::string Embedding::extra_repr() const { return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim); }
+
+Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    throw std::invalid_argument("[Dropout] dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  }
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+
+std::string Dropout::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine)
+    : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(eps_) {
+  if (affine) {
+    weight = register_parameter("weight", ones(normalized_shape));
+    bias = register_parameter("bias", zeros(normalized_shape));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_shape, weight, bias, eps); }
+
+std::string LayerNorm::extra_repr() const {
+  std::string s = "(";
+  for (std::size_t i = 0; i < normalized_shape.size(); ++i) s += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+  if (normalized_shape.size() == 1) s += ",";
+  return s + "), eps=" + py_float(eps) + ", elementwise_affine=" + bool_str(weight.defined());
+}
+
+Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : Module("Sequential") {
+  for (auto& m : modules) push_back(std::move(m));
+}
+
+void Sequential::push_back(std::shared_ptr<Module> m) { register_module(std::to_string(size()), std::move(m)); }
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& [n, m] : named_children()) y = m->forward(y);
+  return y;
+}
+
+}  // namespace ag::nn

@@ -1,0 +1,84 @@
+// The basic layers: Linear, Embedding, Dropout, LayerNorm, and the containers Sequential and
+// ModuleList. Constructor arguments, defaults, parameter names and initialization are PyTorch's.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace ag::nn {
+
+// y = x W^T + b; weight (out_features, in_features), bias (out_features). Initialized as
+// nn.Linear: kaiming-uniform weight, then the bias (draws from the default generator).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t in_features, out_features;
+  Tensor weight, bias;  // bias undefined when bias=false
+};
+
+// Lookup table: ids (*) int64 -> (*, embedding_dim). weight ~ N(0, 1) as nn.Embedding.
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim);
+  Tensor forward(const Tensor& ids) override;
+  std::string extra_repr() const override;
+  int64_t num_embeddings, embedding_dim;
+  Tensor weight;
+};
+
+// Inverted dropout in training mode, identity in eval mode.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  double p;
+};
+
+// Normalizes over the trailing normalized_shape dims; weight ones, bias zeros.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool elementwise_affine = true)
+      : LayerNorm(std::vector<int64_t>{dim}, eps, elementwise_affine) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  std::vector<int64_t> normalized_shape;
+  double eps;
+  Tensor weight, bias;
+};
+
+// Children named "0", "1", ...; forward chains them.
+class Sequential : public Module {
+ public:
+  Sequential() : Module("Sequential") {}
+  explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> m);
+  Tensor forward(const Tensor& x) override;
+  std::size_t size() const { return named_children().size(); }
+  std::shared_ptr<Module> operator[](std::size_t i) const { return named_children().at(i).second; }
+};
+
+// Holds submodules, named "0", "1", ...; no forward of its own.
+template <class M = Module>
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("ModuleList") {}
+  void push_back(std::shared_ptr<M> m) {
+    items_.push_back(m);
+    register_module(std::to_string(items_.size() - 1), m);
+  }
+  std::size_t size() const { return items_.size(); }
+  const std::shared_ptr<M>& operator[](std::size_t i) const { return items_.at(i); }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<M>> items_;
+};
+
+}  // namespace ag::nn
