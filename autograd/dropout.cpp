@@ -2,6 +2,7 @@
 // PyTorch's order (one 53-bit uniform per element, kept if u < 1 - p).
 #include <stdexcept>
 
+#include "autograd/format.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -10,7 +11,7 @@ namespace ag {
 
 static void check_p(double p) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    throw std::invalid_argument("[dropout] dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+    throw std::invalid_argument("[dropout] dropout probability has to be between 0 and 1, but got " + py_float_repr(p));
   }
 }
 

@@ -1,26 +1,13 @@
 #include "nn/layers.h"
 
-#include <cstdio>
-#include <sstream>
 #include <stdexcept>
 
+#include "autograd/format.h"
 #include "nn/init.h"
 
 namespace ag::nn {
 
 static std::string bool_str(bool b) { return b ? "True" : "False"; }
-
-// Python's repr of a float: the shortest round-tripping form ("0.1", "1e-05", "0.0").
-static std::string py_float(double v) {
-  char buf[32];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (std::stod(buf) == v) break;
-  }
-  std::string s = buf;  // C's %g and Python's repr agree on exponents ("1e-05")
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // "0" -> "0.0", as Python prints
-  return s;
-}
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias) : Module("Linear"), in_features(in), out_features(out) {
   if (in < 0 || out < 0) {
@@ -66,13 +53,13 @@ std::string Embedding::extra_repr() const { return std::to_string(num_embeddings
 
 Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    throw std::invalid_argument("[Dropout] dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+    throw std::invalid_argument("[Dropout] dropout probability has to be between 0 and 1, but got " + py_float_repr(p));
   }
 }
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
 
-std::string Dropout::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+std::string Dropout::extra_repr() const { return "p=" + py_float_repr(p) + ", inplace=False"; }
 
 LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine)
     : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(eps_) {
@@ -88,7 +75,7 @@ std::string LayerNorm::extra_repr() const {
   std::string s = "(";
   for (std::size_t i = 0; i < normalized_shape.size(); ++i) s += (i ? ", " : "") + std::to_string(normalized_shape[i]);
   if (normalized_shape.size() == 1) s += ",";
-  return s + "), eps=" + py_float(eps) + ", elementwise_affine=" + bool_str(weight.defined());
+  return s + "), eps=" + py_float_repr(eps) + ", elementwise_affine=" + bool_str(weight.defined());
 }
 
 Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : Module("Sequential") {

@@ -52,6 +52,30 @@ class LayerNorm : public Module {
   Tensor weight, bias;
 };
 
+// Elementwise activations as modules, for Sequential.
+class Tanh : public Module {
+ public:
+  Tanh() : Module("Tanh") {}
+  Tensor forward(const Tensor& x) override { return tanh(x); }
+};
+class ReLU : public Module {
+ public:
+  ReLU() : Module("ReLU") {}
+  Tensor forward(const Tensor& x) override { return relu(x); }
+};
+class Sigmoid : public Module {
+ public:
+  Sigmoid() : Module("Sigmoid") {}
+  Tensor forward(const Tensor& x) override { return sigmoid(x); }
+};
+class GELU : public Module {
+ public:
+  explicit GELU(std::string approximate = "none") : Module("GELU"), approximate(std::move(approximate)) {}
+  Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
+  std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
+  std::string approximate;
+};
+
 // Children named "0", "1", ...; forward chains them.
 class Sequential : public Module {
  public:

@@ -105,8 +105,13 @@ void Module::train(bool on) {
   for (auto& [n, c] : children_) c->train(on);
 }
 
-void Module::zero_grad() {
-  for (Tensor& p : parameters()) p.set_grad(Tensor());
+void Module::zero_grad(bool set_to_none) {
+  NoGradGuard g;
+  for (Tensor& p : parameters()) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) p.set_grad(Tensor());
+    else p.grad().zero_();
+  }
 }
 
 // Replaces t's data with a converted copy, keeping the same TensorImpl so every handle (the

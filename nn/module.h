@@ -50,7 +50,8 @@ class Module {
   virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  void zero_grad();  // sets every parameter's .grad to none, as PyTorch's default does
+  // PyTorch 1.13's default: zero existing gradients in place; set_to_none=true drops them.
+  void zero_grad(bool set_to_none = false);
   // Converts floating parameters and buffers in place (every handle to them sees the change).
   void to(DType dtype);
 

@@ -66,6 +66,8 @@ TEST(Module, ZeroGradAndToDtype) {
   sum(lin.forward(ones({4, 3}))).backward();
   EXPECT_TRUE(lin.weight.grad().defined());
   lin.zero_grad();
+  EXPECT_EQ(lin.weight.grad().to_vector<float>(), std::vector<float>(6, 0.0f));
+  lin.zero_grad(/*set_to_none=*/true);
   EXPECT_FALSE(lin.weight.grad().defined());
   Tensor handle = lin.weight;  // another handle sees the conversion
   const auto before = lin.weight.to_vector<double>();

@@ -1,0 +1,156 @@
+#include "optim/optimizer.h"
+
+#include "autograd/format.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ag::optim {
+
+namespace {
+
+void require(bool ok, const std::string& msg) {
+  if (!ok) throw std::invalid_argument(msg);
+}
+
+// The parameter, its gradient and a state tensor as raw contiguous arrays.
+template <class T>
+T* raw(const Tensor& t, const char* who) {
+  if (!t.is_contiguous()) throw std::invalid_argument(std::string("[") + who + "] expects contiguous parameters and gradients");
+  return t.data_ptr<T>();
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+  if (params_.empty()) throw std::invalid_argument("optimizer got an empty parameter list");
+  for (const Tensor& p : params_) {
+    if (!p.defined() || !p.is_floating_point()) throw std::invalid_argument("optimizer can only optimize floating point tensors");
+    if (!p.is_leaf()) throw std::invalid_argument("can't optimize a non-leaf Tensor");
+  }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard g;
+  for (Tensor& p : params_) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) p.set_grad(Tensor());
+    else p.grad().zero_();
+  }
+}
+
+void Optimizer::set_lr(double lr) {
+  require(lr >= 0.0, "Invalid learning rate: " + py_float_repr(lr));
+  lr_ = lr;
+}
+
+// ---- SGD ----
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& o) : Optimizer(std::move(params), o.lr.value_or(0.0)), opt_(o) {
+  require(o.lr.has_value(), "SGD: lr is required (there is no default learning rate)");
+  require(*o.lr >= 0.0, "Invalid learning rate: " + py_float_repr(*o.lr));
+  require(o.momentum >= 0.0, "Invalid momentum value: " + py_float_repr(o.momentum));
+  require(o.weight_decay >= 0.0, "Invalid weight_decay value: " + py_float_repr(o.weight_decay));
+  require(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "Nesterov momentum requires a momentum and zero dampening");
+  momentum_buffer_.resize(params_.size());
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    dispatch_float(p.dtype(), "SGD", [&]<typename T>() {
+      T* pp = raw<T>(p, "SGD");
+      const T* pg = raw<T>(g, "SGD");
+      const int64_t n = p.numel();
+      const T wd = static_cast<T>(opt_.weight_decay), mom = static_cast<T>(opt_.momentum);
+      const T keep = static_cast<T>(1.0 - opt_.dampening), lr = static_cast<T>(lr_);
+      const bool first = !momentum_buffer_[i].defined();
+      if (opt_.momentum != 0.0 && first) momentum_buffer_[i] = zeros(p.shape().vec(), p.dtype());
+      T* buf = opt_.momentum != 0.0 ? momentum_buffer_[i].data_ptr<T>() : nullptr;
+      for (int64_t j = 0; j < n; ++j) {
+        T d = pg[j];
+        if (opt_.weight_decay != 0.0) d = d + wd * pp[j];  // d_p = d_p.add(param, alpha=wd)
+        if (buf) {
+          buf[j] = first ? d : buf[j] * mom + keep * d;  // buf.mul_(momentum).add_(d_p, alpha=1-dampening)
+          d = opt_.nesterov ? d + mom * buf[j] : buf[j];
+        }
+        pp[j] = pp[j] - lr * d;  // param.add_(d_p, alpha=-lr)
+      }
+    });
+    ++p.impl()->storage->version;
+  }
+}
+
+// ---- Adam / AdamW ----
+
+static void check_adam(const AdamOptions& o) {
+  require(o.lr >= 0.0, "Invalid learning rate: " + py_float_repr(o.lr));
+  require(o.eps >= 0.0, "Invalid epsilon value: " + py_float_repr(o.eps));
+  require(o.betas.first >= 0.0 && o.betas.first < 1.0, "Invalid beta parameter at index 0: " + py_float_repr(o.betas.first));
+  require(o.betas.second >= 0.0 && o.betas.second < 1.0, "Invalid beta parameter at index 1: " + py_float_repr(o.betas.second));
+  require(o.weight_decay >= 0.0, "Invalid weight_decay value: " + py_float_repr(o.weight_decay));
+}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& o) : Adam(std::move(params), o, false, "Adam") {}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& o, bool decoupled, const char*)
+    : Optimizer(std::move(params), o.lr), opt_(o), decoupled_(decoupled) {
+  check_adam(o);
+  exp_avg_.resize(params_.size());
+  exp_avg_sq_.resize(params_.size());
+  max_exp_avg_sq_.resize(params_.size());
+}
+
+static AdamOptions as_adam(const AdamWOptions& o) { return {o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad}; }
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& o) : Adam(std::move(params), as_adam(o), true, "AdamW") {}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  ++step_;  // every parameter in this library's optimizers shares one step count
+  const double b1 = opt_.betas.first, b2 = opt_.betas.second;
+  const double bias_correction1 = 1 - std::pow(b1, static_cast<double>(step_));
+  const double bias_correction2 = 1 - std::pow(b2, static_cast<double>(step_));
+  const double step_size = lr_ / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (!exp_avg_[i].defined()) {
+      exp_avg_[i] = zeros(p.shape().vec(), p.dtype());
+      exp_avg_sq_[i] = zeros(p.shape().vec(), p.dtype());
+      if (opt_.amsgrad) max_exp_avg_sq_[i] = zeros(p.shape().vec(), p.dtype());
+    }
+    dispatch_float(p.dtype(), decoupled_ ? "AdamW" : "Adam", [&]<typename T>() {
+      T* pp = raw<T>(p, "Adam");
+      const T* pg = raw<T>(g, "Adam");
+      T* m = exp_avg_[i].data_ptr<T>();
+      T* v = exp_avg_sq_[i].data_ptr<T>();
+      T* vmax = opt_.amsgrad ? max_exp_avg_sq_[i].data_ptr<T>() : nullptr;
+      const T beta1 = static_cast<T>(b1), beta2 = static_cast<T>(b2);
+      const T one_m_b1 = static_cast<T>(1 - b1), one_m_b2 = static_cast<T>(1 - b2);
+      const T wd = static_cast<T>(opt_.weight_decay), decay = static_cast<T>(1 - lr_ * opt_.weight_decay);
+      const T bc2 = static_cast<T>(bias_correction2_sqrt), eps = static_cast<T>(opt_.eps);
+      const T neg_step = static_cast<T>(-step_size);
+      const int64_t n = p.numel();
+      for (int64_t j = 0; j < n; ++j) {
+        T grad = pg[j];
+        if (decoupled_) pp[j] = pp[j] * decay;                            // param.mul_(1 - lr*wd)
+        else if (opt_.weight_decay != 0.0) grad = grad + wd * pp[j];     // grad = grad.add(param, alpha=wd)
+        m[j] = m[j] * beta1 + one_m_b1 * grad;                            // exp_avg.mul_(b1).add_(grad, alpha=1-b1)
+        v[j] = v[j] * beta2 + one_m_b2 * (grad * grad);                   // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
+        T second = v[j];
+        if (vmax) second = vmax[j] = std::max(vmax[j], v[j]);             // torch.maximum(max_exp_avg_sq, exp_avg_sq)
+        const T denom = std::sqrt(second) / bc2 + eps;                    // (v.sqrt() / bc2_sqrt).add_(eps)
+        pp[j] = pp[j] + neg_step * (m[j] / denom);                        // param.addcdiv_(m, denom, -step_size)
+      }
+    });
+    ++p.impl()->storage->version;
+  }
+}
+
+}  // namespace ag::optim
