@@ -4,6 +4,7 @@
 #include "autograd/dtype.h"
 #include "autograd/generator.h"
 #include "autograd/gradcheck.h"
+#include "autograd/graph.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/shape.h"

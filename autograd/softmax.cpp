@@ -31,7 +31,8 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, bool log) {
       const T ls = std::log(s);
       for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - shift - ls;
     } else {
-      for (int64_t j = 0; j < n; ++j) yr[j] /= s;
+      const T inv = T(1) / s;  // PyTorch multiplies by the reciprocal of the sum
+      for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
     }
   }
 }

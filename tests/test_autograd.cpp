@@ -239,3 +239,30 @@ TEST(InPlace, ZeroAndFillBumpTheVersionUnderNoGrad) {
   }
   EXPECT_THROW(sum(y).backward(), std::runtime_error);
 }
+
+TEST(Graph, DotOfASmallGraphNamesOpsShapesAndParameters) {
+  Tensor w = ones({3, 2}).requires_grad_();
+  Tensor b = zeros({2}).requires_grad_();
+  Tensor x = ones({4, 3});
+  Tensor loss = sum(tanh(matmul(x, w) + b));
+  const std::string dot = to_dot(loss, {{"w", w}, {"b", b}});
+  EXPECT_EQ(dot,
+            "digraph autograd {\n"
+            "  rankdir=BT;\n"
+            "  node [fontname=\"Helvetica\", fontsize=10];\n"
+            "  n0 [label=\"SumBackward0\\n[]\", shape=box, style=filled, fillcolor=\"#dbe8fb\"];\n"
+            "  n1 [label=\"TanhBackward0\\n[4, 2]\", shape=box];\n"
+            "  n2 [label=\"AddBackward0\\n[4, 2]\", shape=box];\n"
+            "  n3 [label=\"MmBackward0\\n[4, 2]\", shape=box];\n"
+            "  n4 [label=\"b\\n[2]\", shape=ellipse, style=filled, fillcolor=\"#e4f5dc\"];\n"
+            "  n5 [label=\"w\\n[3, 2]\", shape=ellipse, style=filled, fillcolor=\"#e4f5dc\"];\n"
+            "  n1 -> n0;\n"
+            "  n2 -> n1;\n"
+            "  n3 -> n2;\n"
+            "  n4 -> n2;\n"
+            "  n5 -> n3;\n"
+            "}\n");
+  loss.backward();
+  EXPECT_THROW(to_dot(loss), std::runtime_error);  // freed by backward
+  EXPECT_THROW(to_dot(w), std::invalid_argument);  // a leaf has no graph
+}
