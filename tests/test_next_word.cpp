@@ -10,7 +10,7 @@
 
 #include "golden_io.h"
 #include "nn/checkpoint.h"
-#include "trainer.h"
+#include "next_word/trainer.h"
 
 namespace {
 

@@ -1,0 +1,70 @@
+// train_text: trains a small character-level causal transformer on a text file, then samples
+// from it. With no arguments it trains on the short text shipped beside it.
+#include <cmath>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <iostream>
+
+#include "trainer.h"
+
+int main(int argc, char** argv) {
+  cxxopts::Options cli("train_text", "Character-level causal transformer: train on a text file, then sample");
+  train_text::Config c;
+  cli.add_options()
+      ("file", "text file to learn", cxxopts::value<std::string>()->default_value(AG_TRAIN_TEXT_DEFAULT))
+      ("context", "characters of context", cxxopts::value<int64_t>()->default_value("32"))
+      ("layers", "transformer blocks", cxxopts::value<int64_t>()->default_value("2"))
+      ("dim", "model width", cxxopts::value<int64_t>()->default_value("64"))
+      ("heads", "attention heads (must divide --dim)", cxxopts::value<int64_t>()->default_value("4"))
+      ("steps", "training steps", cxxopts::value<int64_t>()->default_value("400"))
+      ("batch", "windows per step", cxxopts::value<int64_t>()->default_value("16"))
+      ("lr", "AdamW learning rate", cxxopts::value<double>()->default_value("0.003"))
+      ("sample", "characters to generate", cxxopts::value<int64_t>()->default_value("300"))
+      ("temperature", "sampling temperature", cxxopts::value<double>()->default_value("0.8"))
+      ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
+      ("save", "write the trained model (safetensors)", cxxopts::value<std::string>())
+      ("load", "start from a checkpoint", cxxopts::value<std::string>())
+      ("h,help", "show this help");
+  try {
+    auto a = cli.parse(argc, argv);
+    if (a.count("help")) {
+      std::cout << cli.help() << "\n";
+      return 0;
+    }
+    if (!a.unmatched().empty()) throw std::invalid_argument("unexpected argument '" + a.unmatched()[0] + "'");
+    c.file = a["file"].as<std::string>();
+    c.context = a["context"].as<int64_t>();
+    c.layers = a["layers"].as<int64_t>();
+    c.dim = a["dim"].as<int64_t>();
+    c.heads = a["heads"].as<int64_t>();
+    c.steps = a["steps"].as<int64_t>();
+    c.batch = a["batch"].as<int64_t>();
+    c.lr = a["lr"].as<double>();
+    c.sample = a["sample"].as<int64_t>();
+    c.temperature = a["temperature"].as<double>();
+    c.seed = a["seed"].as<uint64_t>();
+    if (a.count("save")) c.save_path = a["save"].as<std::string>();
+    if (a.count("load")) c.load_path = a["load"].as<std::string>();
+    train_text::validate(c);
+  } catch (const std::exception& e) {
+    std::cerr << "train_text: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  try {
+    std::printf("training on %s\n", c.file.c_str());
+    const auto r = train_text::run(c, [](int64_t step, double train_loss, double val_loss) {
+      if (!std::isnan(val_loss)) std::printf("step %5lld  train loss %.4f  val loss %.4f\n", static_cast<long long>(step + 1), train_loss, val_loss);
+      std::fflush(stdout);
+    });
+    std::printf("\n%lld characters (%lld train, %lld validation), vocabulary %lld\n",
+                static_cast<long long>(r.train_chars + r.val_chars), static_cast<long long>(r.train_chars),
+                static_cast<long long>(r.val_chars), static_cast<long long>(r.vocab));
+    std::printf("validation loss %.4f (untrained %.4f, unigram baseline %.4f)\n", r.final_val_loss, r.first_val_loss,
+                r.unigram_val_loss);
+    std::printf("%.0f tokens/s\n\nsample:\n%s\n", r.tokens_per_second, r.sample.c_str());
+  } catch (const std::exception& e) {
+    std::cerr << "train_text: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

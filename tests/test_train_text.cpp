@@ -1,0 +1,52 @@
+// train_text learns: validation loss falls well below the unigram baseline on the shipped text,
+// and samples are made of the text's characters. Also its command-line errors.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+
+#include "train_text/trainer.h"
+
+TEST(TrainText, ValidationLossFallsWellBelowTheUnigramBaseline) {
+  train_text::Config c;
+  c.file = AG_TRAIN_TEXT_DEFAULT;
+  c.steps = 300;
+  c.dim = 48;
+  c.heads = 4;
+  c.batch = 12;
+  c.sample = 200;
+  const train_text::Report r = train_text::run(c);
+  std::printf("unigram %.4f  untrained %.4f  trained %.4f  (%.0f tokens/s)\n", r.unigram_val_loss, r.first_val_loss,
+              r.final_val_loss, r.tokens_per_second);
+  EXPECT_GT(r.first_val_loss, r.unigram_val_loss);         // an untrained model is worse than counting
+  EXPECT_LT(r.final_val_loss, 0.75 * r.unigram_val_loss);  // and training beats counting by far
+  EXPECT_EQ(r.sample.size(), 201u);
+  int spaces = 0;
+  for (char ch : r.sample) spaces += ch == ' ';
+  EXPECT_GT(spaces, 15) << r.sample;  // words, not noise
+}
+
+TEST(TrainTextCli, BadArgumentsGiveOneLineAndNonZeroExit) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--file /nonexistent.txt", "--file: cannot open /nonexistent.txt"},
+      {"--heads 5", "--heads 5 does not divide --dim 64"},
+      {"--context 1", "--context must be >= 2"},
+      {"--temperature 0", "--temperature must be a positive number"},
+      {"--batch 0", "--batch must be >= 1"},
+      {"--steps x", "failed to parse"},
+      {"--load /nonexistent.safetensors", "--load: cannot open"},
+      {"--file /etc/hostname --context 64", "characters; it needs at least 260"},
+  };
+  for (const auto& [args, expect] : cases) {
+    SCOPED_TRACE(args);
+    const std::string cmd = std::string(TRAIN_TEXT_BIN) + " " + args + " 2>&1 >/dev/null";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (p && std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+    const int status = p ? ::pclose(p) : -1;
+    EXPECT_NE(WEXITSTATUS(status), 0);
+    EXPECT_NE(out.find(expect), std::string::npos) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+}
