@@ -20,7 +20,11 @@ std::string to_dot(const Tensor& root, const std::vector<std::pair<std::string, 
   auto id_of = [&](const void* p, bool& fresh) {
     auto it = ids.find(p);
     fresh = it == ids.end();
-    if (fresh) it = ids.emplace(p, "n" + std::to_string(ids.size())).first;
+    if (fresh) {
+      std::string id = "n";
+      id += std::to_string(ids.size());
+      it = ids.emplace(p, std::move(id)).first;
+    }
     return it->second;
   };
   // Breadth-first from the root: the order in which backward hands out gradients.

@@ -20,19 +20,42 @@ Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset);
 Strides broadcast_strides(const Tensor& t, const Size& shape);
 
 // Visits every position of `shape` in row-major order, calling f(offsets) where offsets[k] is
-// the element offset of operand k (start offset plus index . strides). The innermost dim is a
-// plain loop so the compiler can vectorize f.
+// the element offset of operand k (start offset plus index . strides). Adjacent dims that every
+// operand walks contiguously are merged first, so the common cases (contiguous, broadcast rows)
+// become one or two long inner loops the compiler can vectorize.
 template <std::size_t N, class F>
 void walk(const Size& shape, const std::array<const Strides*, N>& st, std::array<int64_t, N> off, F&& f) {
-  const int64_t nd = shape.size();
+  const int64_t nd0 = shape.size();
   if (shape.numel() == 0) return;
+  if (nd0 == 0) {
+    f(off);
+    return;
+  }
+  // collapsed dims, innermost last; size-1 dims are dropped
+  int64_t dims[64];
+  int64_t strides[N][64];
+  int64_t nd = 0;
+  for (int64_t d = 0; d < nd0; ++d) {
+    const int64_t n = shape[d];
+    if (n == 1) continue;
+    bool merge = nd > 0;
+    for (std::size_t k = 0; merge && k < N; ++k) merge = strides[k][nd - 1] == (*st[k])[static_cast<std::size_t>(d)] * n;
+    if (merge) {
+      dims[nd - 1] *= n;
+      for (std::size_t k = 0; k < N; ++k) strides[k][nd - 1] = (*st[k])[static_cast<std::size_t>(d)];
+    } else {
+      dims[nd] = n;
+      for (std::size_t k = 0; k < N; ++k) strides[k][nd] = (*st[k])[static_cast<std::size_t>(d)];
+      ++nd;
+    }
+  }
   if (nd == 0) {
     f(off);
     return;
   }
-  const int64_t inner = shape[nd - 1];
+  const int64_t inner = dims[nd - 1];
   std::array<int64_t, N> is{};
-  for (std::size_t k = 0; k < N; ++k) is[k] = (*st[k])[static_cast<std::size_t>(nd - 1)];
+  for (std::size_t k = 0; k < N; ++k) is[k] = strides[k][nd - 1];
   int64_t idx[64] = {0};
   while (true) {
     std::array<int64_t, N> o = off;
@@ -42,10 +65,9 @@ void walk(const Size& shape, const std::array<const Strides*, N>& st, std::array
     }
     int64_t d = nd - 2;
     for (; d >= 0; --d) {
-      const auto ud = static_cast<std::size_t>(d);
-      for (std::size_t k = 0; k < N; ++k) off[k] += (*st[k])[ud];
-      if (++idx[d] < shape[d]) break;
-      for (std::size_t k = 0; k < N; ++k) off[k] -= (*st[k])[ud] * shape[d];
+      for (std::size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+      if (++idx[d] < dims[d]) break;
+      for (std::size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * dims[d];
       idx[d] = 0;
     }
     if (d < 0) return;

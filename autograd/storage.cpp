@@ -1,18 +1,80 @@
+// Storage allocation with a small cache: training repeats the same shapes every step, so freed
+// buffers are kept by size and handed out again instead of going back to malloc (large blocks
+// would otherwise be mmapped, page-faulted and unmapped on every step).
 #include "autograd/storage.h"
 
 #include <cstdlib>
-#include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 namespace ag {
 
+namespace {
+
+constexpr std::size_t kCacheLimit = std::size_t{256} << 20;  // bytes kept for reuse at most
+
+struct BlockCache {
+  std::mutex mu;
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // by rounded size
+  std::size_t cached = 0;
+  bool alive = true;
+
+  ~BlockCache() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [size, blocks] : free_blocks)
+      for (void* p : blocks) std::free(p);
+    free_blocks.clear();
+    alive = false;
+  }
+};
+
+BlockCache& cache() {
+  static BlockCache c;
+  return c;
+}
+
+// Set once the cache is gone (static destruction): later frees go straight to free().
+bool cache_usable() {
+  static bool init = (cache(), true);
+  (void)init;
+  return cache().alive;
+}
+
+}  // namespace
+
 Storage::Storage(std::size_t n) : nbytes(n) {
   if (n == 0) return;
-  std::size_t rounded = (n + 63) / 64 * 64;
+  const std::size_t rounded = (n + 63) / 64 * 64;
+  if (cache_usable()) {
+    BlockCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free_blocks.find(rounded);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      data = it->second.back();
+      it->second.pop_back();
+      c.cached -= rounded;
+      return;
+    }
+  }
   data = std::aligned_alloc(64, rounded);
   if (!data) throw std::bad_alloc();
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  if (!data) return;
+  const std::size_t rounded = (nbytes + 63) / 64 * 64;
+  if (cache_usable()) {
+    BlockCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.cached + rounded <= kCacheLimit) {
+      c.free_blocks[rounded].push_back(data);
+      c.cached += rounded;
+      return;
+    }
+  }
+  std::free(data);
+}
 
 }  // namespace ag
