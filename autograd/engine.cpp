@@ -2,7 +2,6 @@
 // and leaf accumulation.
 #include <atomic>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -140,24 +139,32 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
   }
 
   // 1. Iterative DFS over the graph: count, for each node, how many edges point at it.
-  std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{root.grad_fn().get()};
-  deps[root.grad_fn().get()] = 0;
+  static uint64_t pass = 0;
+  ++pass;
+  Node* root_node = root.grad_fn().get();
+  root_node->visited_in = pass;
+  root_node->pending_consumers = 0;
+  root_node->pending_grad = Tensor();
+  std::vector<Node*> stack{root_node};
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next) {
       if (!e.fn) continue;
-      auto [it, inserted] = deps.try_emplace(e.fn.get(), 0);
-      ++it->second;
-      if (inserted) stack.push_back(e.fn.get());
+      Node* m = e.fn.get();
+      if (m->visited_in != pass) {
+        m->visited_in = pass;
+        m->pending_consumers = 0;
+        m->pending_grad = Tensor();
+        stack.push_back(m);
+      }
+      ++m->pending_consumers;
     }
   }
 
   // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
   //    which are summed (a tensor used on two paths gets both contributions).
-  std::unordered_map<Node*, Tensor> pending;
-  pending[root.grad_fn().get()] = grad;
+  root_node->pending_grad = grad;
   std::vector<std::shared_ptr<Node>> ready{root.grad_fn()};
   while (!ready.empty()) {
     std::shared_ptr<Node> node = std::move(ready.back());
@@ -168,9 +175,8 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
           " was already freed). Specify retain_graph=true on the first backward call if you need to "
           "backward twice");
     }
-    auto it = pending.find(node.get());
-    Tensor g = it != pending.end() ? std::move(it->second) : Tensor();
-    if (it != pending.end()) pending.erase(it);
+    const Tensor g = std::move(node->pending_grad);
+    node->pending_grad = Tensor();
 
     Grads grads;
     if (g.defined()) {
@@ -180,23 +186,24 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
       }
     }
-    std::vector<Edge> edges = node->next;
+    std::vector<Edge> taken;
+    const std::vector<Edge>* edges = &node->next;
     if (!retain_graph) {  // free saved tensors and edges as we go
-      node->backward = nullptr;
+      taken = std::move(node->next);
       node->next.clear();
+      edges = &taken;
+      node->backward = nullptr;
       node->released = true;
     }
-    for (std::size_t i = 0; i < edges.size(); ++i) {
-      const Edge& e = edges[i];
-      bool has = i < grads.size() && grads[i].defined() && e.active();
+    for (std::size_t i = 0; i < edges->size(); ++i) {
+      const Edge& e = (*edges)[i];
+      const bool has = i < grads.size() && grads[i].defined() && e.active();
       if (has) check_grad(node->name, i, e, grads[i]);
       if (e.leaf && has) accumulate_leaf(e.leaf.get(), grads[i]);
       if (!e.fn) continue;
-      if (has) {
-        auto [slot, fresh] = pending.try_emplace(e.fn.get(), grads[i]);
-        if (!fresh) slot->second = add(slot->second, grads[i]);
-      }
-      if (--deps[e.fn.get()] == 0) ready.push_back(e.fn);
+      Node* m = e.fn.get();
+      if (has) m->pending_grad = m->pending_grad.defined() ? add(m->pending_grad, grads[i]) : grads[i];
+      if (--m->pending_consumers == 0) ready.push_back(e.fn);
     }
   }
 }

@@ -38,6 +38,13 @@ struct Node {
   Size shape;  // of the output this node produced
   DType dtype = kFloat32;
   bool released = false;  // set once backward ran without retain_graph
+
+  // Scratch state of one backward pass (run_backward), kept here instead of in hash maps: the
+  // pass that last visited the node, how many consumers have not yet handed over their gradient,
+  // and the sum of the gradients received so far.
+  uint64_t visited_in = 0;
+  int pending_consumers = 0;
+  Tensor pending_grad;
 };
 
 // A tensor kept for backward: a detached alias (so no cycle through grad_fn) and the storage
