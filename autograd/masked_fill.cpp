@@ -31,9 +31,7 @@ void fill_where(const Tensor& t, const Tensor& mask, double value) {
     T* p = static_cast<T*>(t.impl()->storage->data);
     const T v = static_cast<T>(value);
     detail::walk<2>(t.shape(), {&t.strides(), &ms}, {t.storage_offset(), mask.storage_offset()},
-                    [&](const std::array<int64_t, 2>& o) {
-                      if (pm[o[1]]) p[o[0]] = v;
-                    });
+                    [&](const std::array<int64_t, 2>& o) { p[o[0]] = pm[o[1]] ? v : p[o[0]]; });
   });
 }
 
@@ -44,12 +42,11 @@ Grads masked_fill_backward(const SavedTensor& mask, const Tensor& g) { return {m
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
   check_mask(t, mask, "masked_fill");
-  Tensor out;
-  {
-    NoGradGuard g;
-    out = t.clone();
-  }
-  fill_where(out, mask, value);
+  // one pass: out = mask ? value : t
+  Tensor out = dispatch_all(t.dtype(), [&]<typename T>() {
+    const T v = static_cast<T>(value);
+    return detail::map_binary<T, T, uint8_t>(t, mask, t.shape(), t.dtype(), [v](T x, uint8_t m) { return m ? v : x; });
+  });
   if (needs_grad(t)) {
     record(out, "MaskedFillBackward0", {t},
            [m = SavedTensor(mask)](const Tensor& g) -> Grads { return masked_fill_backward(m, g); });

@@ -137,16 +137,22 @@ void Adam::step() {
       const T bc2 = static_cast<T>(bias_correction2_sqrt), eps = static_cast<T>(opt_.eps);
       const T neg_step = static_cast<T>(-step_size);
       const int64_t n = p.numel();
+      // The variants are separate loops so each one vectorizes (no branch per element).
+      if (decoupled_ && opt_.weight_decay != 0.0)
+        for (int64_t j = 0; j < n; ++j) pp[j] = pp[j] * decay;  // param.mul_(1 - lr*wd)
+      const bool l2 = !decoupled_ && opt_.weight_decay != 0.0;
       for (int64_t j = 0; j < n; ++j) {
-        T grad = pg[j];
-        if (decoupled_) pp[j] = pp[j] * decay;                            // param.mul_(1 - lr*wd)
-        else if (opt_.weight_decay != 0.0) grad = grad + wd * pp[j];     // grad = grad.add(param, alpha=wd)
-        m[j] = m[j] * beta1 + one_m_b1 * grad;                            // exp_avg.mul_(b1).add_(grad, alpha=1-b1)
-        v[j] = v[j] * beta2 + one_m_b2 * (grad * grad);                   // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-        T second = v[j];
-        if (vmax) second = vmax[j] = std::max(vmax[j], v[j]);             // torch.maximum(max_exp_avg_sq, exp_avg_sq)
-        const T denom = std::sqrt(second) / bc2 + eps;                    // (v.sqrt() / bc2_sqrt).add_(eps)
-        pp[j] = pp[j] + neg_step * (m[j] / denom);                        // param.addcdiv_(m, denom, -step_size)
+        const T grad = l2 ? pg[j] + wd * pp[j] : pg[j];             // grad = grad.add(param, alpha=wd)
+        m[j] = m[j] * beta1 + one_m_b1 * grad;                       // exp_avg.mul_(b1).add_(grad, alpha=1-b1)
+        v[j] = v[j] * beta2 + one_m_b2 * (grad * grad);              // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
+      }
+      if (vmax) {
+        for (int64_t j = 0; j < n; ++j) vmax[j] = vmax[j] > v[j] ? vmax[j] : v[j];  // torch.maximum(max_exp_avg_sq, exp_avg_sq)
+      }
+      const T* second = vmax ? vmax : v;
+      for (int64_t j = 0; j < n; ++j) {
+        const T denom = std::sqrt(second[j]) / bc2 + eps;            // (v.sqrt() / bc2_sqrt).add_(eps)
+        pp[j] = pp[j] + neg_step * (m[j] / denom);                   // param.addcdiv_(m, denom, -step_size)
       }
     });
     ++p.impl()->storage->version;
