@@ -86,10 +86,15 @@ Tensor reduce_sum(const Tensor& t, const std::vector<int64_t>& dims, bool keepdi
   return out;
 }
 
-// Moves `dim` last and makes the result contiguous: rows of length t.size(dim).
+// Moves `dim` last, keeping the other dims in order, and makes the result contiguous: rows of
+// length t.size(dim), in the row-major order of the remaining dims.
 Tensor rows_along(const Tensor& t, int64_t dim) {
   NoGradGuard g;
-  return transpose(t, dim, -1).contiguous();
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  return permute(t, perm).contiguous();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "autograd/kernels.h"
@@ -133,7 +134,7 @@ void save(const Module& module, const std::string& path) { save_tensors(module.s
 namespace {
 
 // Reads and validates the header; returns the entries sorted by offset and the data size.
-std::vector<Entry> read_header(std::ifstream& f, const std::string& path, uint64_t file_size, uint64_t& data_size) {
+std::vector<Entry> read_header(std::istream& f, const std::string& path, uint64_t file_size, uint64_t& data_size) {
   if (file_size < 8) fail(path, "file of " + std::to_string(file_size) + " bytes is too short for the 8-byte header length");
   uint64_t hlen = 0;
   f.read(reinterpret_cast<char*>(&hlen), 8);
@@ -223,12 +224,8 @@ std::vector<Entry> read_header(std::ifstream& f, const std::string& path, uint64
   return entries;
 }
 
-NamedTensors read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("[load] cannot open " + path + ": " + errno_text());
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw std::runtime_error("[load] cannot read the size of " + path + ": " + ec.message());
+// Validates everything, then reads the tensors (`size` bytes in all; `path` names the source).
+NamedTensors read_stream(std::istream& f, uint64_t size, const std::string& path) {
   uint64_t data_size = 0;
   const std::vector<Entry> entries = read_header(f, path, size, data_size);
   NamedTensors out;
@@ -241,7 +238,21 @@ NamedTensors read_all(const std::string& path) {
   return out;
 }
 
+NamedTensors read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("[load] cannot open " + path + ": " + errno_text());
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw std::runtime_error("[load] cannot read the size of " + path + ": " + ec.message());
+  return read_stream(f, size, path);
+}
+
 }  // namespace
+
+NamedTensors parse_safetensors(const std::string& bytes, const std::string& name) {
+  std::istringstream f(bytes);
+  return read_stream(f, bytes.size(), name);
+}
 
 NamedTensors load_tensors(const std::string& path) { return read_all(path); }
 

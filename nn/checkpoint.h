@@ -23,6 +23,8 @@ void save_tensors(const NamedTensors& tensors, const std::string& path);
 // Reads every tensor of a safetensors file after validating all of it (header length, JSON,
 // dtypes, shapes, offsets contiguous and inside the file, sizes, duplicate names).
 NamedTensors load_tensors(const std::string& path);
+// The same validation and reading for a file's bytes already in memory (`name` appears in errors).
+NamedTensors parse_safetensors(const std::string& bytes, const std::string& name = "<memory>");
 
 // Loads a file into the module: the names must be exactly the module's state_dict names and the
 // shapes equal; float32/float64 are converted to the module's dtype. Nothing is written into the

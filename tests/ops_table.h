@@ -75,6 +75,7 @@ inline const std::map<std::string, Fn>& ops() {
       {"triu_tril", [](auto& x) { return triu(x[0], 1) + tril(x[0], -1) * 2.0; }},
       {"to_float32_and_back", [](auto& x) { return x[0].to(kFloat32).to(kFloat64) * 1.0; }},
       {"reused_node", [](auto& x) { return sum(x[0] * x[0], {0}) + sum(exp(x[0]), {0}); }},
+      {"max_dim0_3d", [](auto& x) { return max(x[0], 0).first; }},
   };
   return table;
 }

@@ -201,3 +201,10 @@ TEST(Ops, ErrorsNameTheOpAndBothShapes) {
   EXPECT_EQ(error_of([] { dropout(ones({2}), 1.5); }), "[dropout] dropout probability has to be between 0 and 1, but got 1.5");
   EXPECT_EQ(error_of([] { sum(ones({2, 3}), {1, -1}); }), "[sum] dim -1 appears multiple times in the list of dims");
 }
+
+TEST(Reductions, ArgmaxOverALeadingDimOfA3dTensor) {
+  // the layout bug the random-graph fuzzer found: rows along dim 0 must come out in (d1, d2) order
+  Tensor x = tensor({{{1, 9}, {5, 2}}, {{7, 3}, {0, 8}}});  // (2, 2, 2)
+  EXPECT_EQ(argmax(x, 0).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 0, 1}));
+  EXPECT_EQ(max(x, 0).first.to_vector<int64_t>(), (std::vector<int64_t>{7, 9, 5, 8}));
+}
