@@ -12,7 +12,6 @@ namespace ag {
 
 namespace {
 
-constexpr int kPrecision = 4;
 constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdge = 3;
 constexpr int64_t kLineWidth = 80;
@@ -23,7 +22,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Python's "{:.4f}" / "{:.4e}" / "{:.0f}" of a float; nan and inf spelled as Python does.
+// Python's "{:.4f}" / "{:.4e}" / "{:.0f}" of a float (PyTorch's default precision, 4); nan and inf spelled as Python does.
 std::string py_format(double v, char mode) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";

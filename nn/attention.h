@@ -39,6 +39,7 @@ class MultiHeadAttentionWrapper : public Module {
 class CrossAttention : public Module {
  public:
   CrossAttention(int64_t d_in, int64_t d_out_kq, int64_t d_out_v);
+  using Module::forward;  // the single-input form throws: cross-attention takes two sequences
   Tensor forward(const Tensor& x_1, const Tensor& x_2);
   int64_t d_out_kq;
   Tensor W_query, W_key, W_value;
