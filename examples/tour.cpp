@@ -5,8 +5,12 @@
 
 #include "autograd/autograd.h"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace ag;
+  if (argc > 1) {  // the tour takes no arguments
+    std::cerr << argv[0] << ": takes no arguments, got '" << argv[1] << "'\n";
+    return 2;
+  }
   // The embedded sentence as seed 000 prints it (Embedding's init arrives with the RNG work).
   Tensor embedded_sentence = tensor({{0.3374, -0.1778, -0.3035},
                                      {0.1794, 1.8951, 0.4954},

@@ -4,31 +4,10 @@
 
 #include "golden_io.h"
 #include "ops_table.h"
+#include "test_util.h"
 
 using namespace ag;
 
-namespace {
-
-// A float64 leaf with x's values whose memory layout is not row-major: dims reversed for 2-D and
-// up, every other element of a buffer for 1-D.
-Tensor strided_copy(const Tensor& x) {
-  NoGradGuard g;
-  Tensor v;
-  if (x.dim() >= 2) {
-    std::vector<int64_t> rev(x.shape().begin(), x.shape().end()), perm;
-    std::reverse(rev.begin(), rev.end());
-    for (int64_t i = x.dim() - 1; i >= 0; --i) perm.push_back(i);
-    v = zeros(rev, kFloat64).permute(perm);
-  } else if (x.dim() == 1) {
-    v = zeros({2 * x.size(0)}, kFloat64).slice(0, std::nullopt, std::nullopt, 2);
-  } else {
-    v = zeros({}, kFloat64);
-  }
-  v.copy_(x);
-  return v.requires_grad_();
-}
-
-}  // namespace
 
 TEST(Gradcheck, PassesOnACorrectBackwardAndReportsTheWorstError) {
   Tensor x = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
@@ -77,7 +56,7 @@ TEST(OpsGradcheck, EveryOpOnStridedViewsMatchesPyTorchAndFiniteDifferences) {
     std::vector<Tensor> ins;
     bool any_strided = false;
     for (const auto& d : c.inputs) {
-      ins.push_back(strided_copy(d.make()));
+      ins.push_back(testutil::strided_leaf(d.make()));
       any_strided = any_strided || !ins.back().is_contiguous();
     }
     EXPECT_TRUE(any_strided);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "golden_io.h"
+#include "test_util.h"
 #include "nn/checkpoint.h"
 #include "next_word/trainer.h"
 
@@ -30,22 +31,6 @@ next_word::Config parse_flags(const std::string& line) {
     else throw std::runtime_error("unknown flag in golden file: " + flag);
   }
   return c;
-}
-
-struct CliRun {
-  int status;
-  std::string out;
-};
-
-// Runs the next_word program with arguments (stderr folded into the output).
-CliRun run_cli(const std::string& args) {
-  const std::string cmd = std::string(NEXT_WORD_BIN) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (p && std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-  const int status = p ? ::pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 }  // namespace
@@ -153,7 +138,7 @@ TEST(NextWordCli, BadArgumentsGiveOneLineAndNonZeroExit) {
   };
   for (const auto& [args, expect] : cases) {
     SCOPED_TRACE(args);
-    const CliRun r = run_cli(args);
+    const auto r = testutil::run_command(std::string(NEXT_WORD_BIN) + " " + args + " 2>&1");
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.out.find(expect), std::string::npos) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -162,7 +147,7 @@ TEST(NextWordCli, BadArgumentsGiveOneLineAndNonZeroExit) {
 }
 
 TEST(NextWordCli, DefaultRunPrintsProgressPredictionsAndAttention) {
-  const CliRun r = run_cli("--epochs 200");
+  const auto r = testutil::run_command(std::string(NEXT_WORD_BIN) + " --epochs 200 2>&1");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("epoch    1  loss 1.775462"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Life is short eat dessert    -> first    ✓"), std::string::npos) << r.out;

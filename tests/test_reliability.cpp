@@ -10,6 +10,7 @@
 
 #include "golden_io.h"
 #include "ops_table.h"
+#include "test_util.h"
 
 #if defined(AG_HAVE_NEXT_WORD)
 #include "next_word/trainer.h"
@@ -18,24 +19,6 @@
 using namespace ag;
 
 namespace {
-
-// x's values in a reversed-dims (or every-other-element) layout, as a leaf.
-Tensor strided_leaf(const Tensor& x) {
-  NoGradGuard g;
-  Tensor v;
-  if (x.dim() >= 2) {
-    std::vector<int64_t> rev(x.shape().begin(), x.shape().end()), perm;
-    std::reverse(rev.begin(), rev.end());
-    for (int64_t i = x.dim() - 1; i >= 0; --i) perm.push_back(i);
-    v = zeros(rev, x.dtype()).permute(perm);
-  } else if (x.dim() == 1) {
-    v = zeros({2 * x.size(0)}, x.dtype()).slice(0, std::nullopt, std::nullopt, 2);
-  } else {
-    v = zeros({}, x.dtype());
-  }
-  v.copy_(x);
-  return v.requires_grad_();
-}
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   const auto x = a.to_vector<double>(), y = b.to_vector<double>();
@@ -62,7 +45,7 @@ TEST(Layouts, ContiguousAndStridedInputsGiveTheSameValuesAndGradients) {
     std::vector<Tensor> dense, strided;
     for (const auto& d : c.inputs) {
       dense.push_back(d.make().requires_grad_());
-      strided.push_back(strided_leaf(d.make()));
+      strided.push_back(testutil::strided_leaf(d.make()));
     }
     const auto& fn = optable::ops().at(c.name);
     Tensor a = fn(dense), b = fn(strided);

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "golden_io.h"
+#include "test_util.h"
 
 namespace {
 
@@ -19,12 +20,9 @@ std::string slurp(const std::string& p) {
 }
 
 std::string run(const std::string& exe) {
-  FILE* p = ::popen(exe.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (p && std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-  EXPECT_EQ(p ? ::pclose(p) : -1, 0) << exe;
-  return out;
+  const auto r = testutil::run_command(exe);
+  EXPECT_EQ(r.status, 0) << exe;
+  return r.out;
 }
 
 // "### In [N]" markers split the output into (cell, printed text) blocks.

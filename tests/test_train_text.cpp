@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 
+#include "test_util.h"
 #include "train_text/trainer.h"
 
 TEST(TrainText, ValidationLossFallsWellBelowTheUnigramBaseline) {
@@ -39,13 +40,28 @@ TEST(TrainTextCli, BadArgumentsGiveOneLineAndNonZeroExit) {
   };
   for (const auto& [args, expect] : cases) {
     SCOPED_TRACE(args);
-    const std::string cmd = std::string(TRAIN_TEXT_BIN) + " " + args + " 2>&1 >/dev/null";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (p && std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-    const int status = p ? ::pclose(p) : -1;
-    EXPECT_NE(WEXITSTATUS(status), 0);
+    const auto [status, out] = testutil::run_command(std::string(TRAIN_TEXT_BIN) + " " + args + " 2>&1 >/dev/null");
+    EXPECT_NE(status, 0);
+    EXPECT_NE(out.find(expect), std::string::npos) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+}
+
+TEST(ExamplesCli, DemoTourAndSeedReplaysRejectBadArguments) {
+  const std::string dir = EXAMPLES_BIN_DIR;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir + "/demo --lr -1", "--lr must be a positive number"},
+      {dir + "/demo --steps -3", "--steps must be >= 0"},
+      {dir + "/demo --hidden 0", "--hidden must be >= 1"},
+      {dir + "/demo --nope", "does not exist"},
+      {dir + "/tour extra", "takes no arguments, got 'extra'"},
+      {dir + "/seed000 --help", "takes no arguments, got '--help'"},
+      {dir + "/seed003 x", "takes no arguments, got 'x'"},
+  };
+  for (const auto& [cmd, expect] : cases) {
+    SCOPED_TRACE(cmd);
+    const auto [status, out] = testutil::run_command(cmd + " 2>&1 >/dev/null");
+    EXPECT_NE(status, 0);
     EXPECT_NE(out.find(expect), std::string::npos) << out;
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   }

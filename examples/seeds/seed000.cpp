@@ -12,7 +12,8 @@ using namespace ag;
 using seeds::cell;
 using seeds::print;
 
-int main() {
+int main(int argc, char** argv) {
+  if (seeds::reject_arguments(argc, argv)) return 2;
   cell("42");
   const std::string sentence = "Life is short, eat dessert first";
   std::string no_comma = sentence;

@@ -8,7 +8,8 @@ using namespace ag;
 using seeds::cell;
 using seeds::print;
 
-int main() {
+int main(int argc, char** argv) {
+  if (seeds::reject_arguments(argc, argv)) return 2;
   cell("None");
   Tensor encodings_matrix = tensor({{1.16, 0.23}, {0.57, 1.36}, {4.41, -2.16}});
   manual_seed(42);

@@ -9,7 +9,8 @@ using namespace ag;
 using seeds::cell;
 using seeds::print;
 
-int main() {
+int main(int argc, char** argv) {
+  if (seeds::reject_arguments(argc, argv)) return 2;
   Tensor inputs = tensor({{0.43, 0.15, 0.89}, {0.55, 0.87, 0.66}, {0.57, 0.85, 0.64}, {0.22, 0.58, 0.33},
                           {0.77, 0.25, 0.10}, {0.05, 0.80, 0.55}});
   cell("3");

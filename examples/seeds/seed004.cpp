@@ -42,7 +42,8 @@ class MultiHeadSelfAttention : public nn::Module {
   Tensor wo_;
 };
 
-int main() {
+int main(int argc, char** argv) {
+  if (seeds::reject_arguments(argc, argv)) return 2;
   manual_seed(0);
   const int64_t D = 4, L = 3;
   cell("self-attention");
