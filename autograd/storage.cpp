@@ -15,18 +15,21 @@ namespace {
 
 constexpr std::size_t kCacheLimit = std::size_t{256} << 20;  // bytes kept for reuse at most
 
+// False once the cache has been destroyed at exit: storages freed later (by other static
+// objects) go straight to free(). A plain bool outlives every object with a destructor.
+bool g_cache_alive = true;
+
 struct BlockCache {
   std::mutex mu;
   std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // by rounded size
   std::size_t cached = 0;
-  bool alive = true;
 
   ~BlockCache() {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [size, blocks] : free_blocks)
       for (void* p : blocks) std::free(p);
     free_blocks.clear();
-    alive = false;
+    g_cache_alive = false;
   }
 };
 
@@ -35,11 +38,11 @@ BlockCache& cache() {
   return c;
 }
 
-// Set once the cache is gone (static destruction): later frees go straight to free().
+// Constructs the cache on first use (so it is destroyed after every storage made before it
+// existed) and tells whether it is still there.
 bool cache_usable() {
-  static bool init = (cache(), true);
-  (void)init;
-  return cache().alive;
+  static const bool constructed = (cache(), true);
+  return constructed && g_cache_alive;
 }
 
 }  // namespace
