@@ -1,9 +1,11 @@
 // Random graph testing: seeded random graphs of 2-8 ops drawn from the whole op set, on random
 // shapes with size-1 and broadcast dims, transposed inputs, nodes reused on several paths and
 // gathers with repeated indices; each graph is checked with float64 gradcheck. A failure prints
-// the seed and the graph, and AG_FUZZ_SEED=<seed> replays just that graph.
+// the seed and the graph, and AG_FUZZ_SEED=<seed> replays just that graph; AG_FUZZ_COUNT=<n>
+// checks n graphs instead of 2,000.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -104,7 +106,7 @@ class Builder {
     const std::string A = "t" + std::to_string(a);
     auto dim_of = [&]() { return pick(0, static_cast<int>(nd) - 1); };
     // 0-dim tensors get elementwise ops, or are unsqueezed and expanded
-    int op = nd == 0 ? (pick(0, 3) == 0 ? 14 : pick(0, 7)) : pick(0, 26);
+    int op = nd == 0 ? (pick(0, 3) == 0 ? 14 : pick(0, 7)) : pick(0, 31);
     // max has no gradient at ties, which copies and fills create: take it on the random leaves only
     if (op == 12 && a >= n_inputs_) op = 2;
     switch (op) {
@@ -240,6 +242,34 @@ class Builder {
         s.vec().insert(s.vec().begin() + d, 2);
         return {[a, d](auto& p) { return stack({p[a], tanh(p[a])}, d); }, s, "stack(" + A + ", tanh " + A + ", " + std::to_string(d) + ")"};
       }
+      case 27: {  // a random permutation of the dims
+        std::vector<int64_t> perm(static_cast<std::size_t>(nd));
+        for (int64_t i = 0; i < nd; ++i) perm[static_cast<std::size_t>(i)] = i;
+        std::shuffle(perm.begin(), perm.end(), rng_);
+        Size s;
+        for (int64_t d : perm) s.vec().push_back(sa[d]);
+        return {[a, perm](auto& p) { return p[a].permute(perm) * 1.0; }, s, A + ".permute" + Size(perm).str()};
+      }
+      case 28: {
+        if (nd < 2) return random_op(shapes);
+        const int k = pick(-1, 1);
+        const bool upper = pick(0, 1);
+        return {[a, k, upper](auto& p) { return upper ? triu(p[a], k) : tril(p[a], k); }, sa,
+                std::string(upper ? "triu(" : "tril(") + A + ", " + std::to_string(k) + ")"};
+      }
+      case 29: {  // squeeze every size-1 dim, or unsqueeze then squeeze that dim
+        Size s;
+        for (int64_t d : sa)
+          if (d != 1) s.vec().push_back(d);
+        return {[a](auto& p) { return p[a].squeeze() + 0.5; }, s, A + ".squeeze() + 0.5"};
+      }
+      case 30: {  // embedding rows of a 2-D tensor, ids with repeats and a batch dim
+        if (nd != 2) return random_op(shapes);
+        std::vector<int64_t> ids;
+        for (int i = 0; i < 4; ++i) ids.push_back(pick(0, static_cast<int>(sa[0]) - 1));
+        Tensor idx = from_vector(ids, {2, 2});
+        return {[a, idx](auto& p) { return embedding(p[a], idx); }, Size{2, 2, sa[1]}, "embedding(" + A + ", " + Size(ids).str() + ")"};
+      }
       default: {  // gathers with repeated indices, or a cross-entropy
         const int d = dim_of();
         const int64_t n = sa[d];
@@ -270,6 +300,7 @@ class Builder {
 
 TEST(FuzzGradcheck, TwoThousandRandomGraphsPassGradcheck) {
   uint64_t first = 0, count = 2000;
+  if (const char* s = std::getenv("AG_FUZZ_COUNT")) count = std::stoull(s);  // longer runs by hand
   if (const char* s = std::getenv("AG_FUZZ_SEED")) first = std::stoull(s), count = 1;
   int failures = 0;
   int64_t ops = 0;
