@@ -29,6 +29,14 @@ Tensor causal_mask(const std::string& who, const Tensor& mask, int64_t t, int64_
   return mask.slice(0, 0, t).slice(1, 0, t).bool_();
 }
 
+// The unbatched attention the seed classes share: softmax(q k^T / sqrt(d_k), -1) v, with
+// queries (T1, d_k), keys (T2, d_k), values (T2, d_v) -> (T1, d_v).
+Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values) {
+  Tensor attn_scores = matmul(queries, keys.T());  // unnormalized attention weights
+  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  return matmul(attn_weights, values);
+}
+
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
@@ -84,9 +92,7 @@ Tensor SelfAttention::forward(const Tensor& x) {
   Tensor keys = matmul(x, W_key);
   Tensor queries = matmul(x, W_query);
   Tensor values = matmul(x, W_value);
-  Tensor attn_scores = matmul(queries, keys.T());  // unnormalized attention weights
-  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(d_out_kq), 0.5), -1);
-  return matmul(attn_weights, values);
+  return attend(queries, keys, values);  // keys.size(-1) is d_out_kq
 }
 
 MultiHeadAttentionWrapper::MultiHeadAttentionWrapper(int64_t d_in, int64_t kq, int64_t dv, int64_t num_heads)
@@ -116,9 +122,7 @@ Tensor CrossAttention::forward(const Tensor& x_1, const Tensor& x_2) {
   Tensor queries_1 = matmul(x_1, W_query);
   Tensor keys_2 = matmul(x_2, W_key);
   Tensor values_2 = matmul(x_2, W_value);
-  Tensor attn_scores = matmul(queries_1, keys_2.T());
-  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(d_out_kq), 0.5), -1);
-  return matmul(attn_weights, values_2);
+  return attend(queries_1, keys_2, values_2);
 }
 
 // ---- seed 001 ----
@@ -155,8 +159,7 @@ Tensor SelfAttentionV1::forward(const Tensor& x) {
   Tensor keys = matmul(x, W_key);
   Tensor values = matmul(x, W_value);
   Tensor queries = matmul(x, W_query);
-  Tensor w = softmax(matmul(queries, keys.T()) / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
-  return matmul(w, values);
+  return attend(queries, keys, values);
 }
 
 SelfAttentionV2::SelfAttentionV2(int64_t d_in, int64_t d_out, bool qkv_bias) : Module("SelfAttentionV2") {
@@ -170,8 +173,7 @@ Tensor SelfAttentionV2::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x);
   Tensor values = W_value->forward(x);
   Tensor queries = W_query->forward(x);
-  Tensor w = softmax(matmul(queries, keys.T()) / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
-  return matmul(w, values);
+  return attend(queries, keys, values);
 }
 
 CausalAttention::CausalAttention(int64_t d_in, int64_t d_out, int64_t ctx, double p, bool qkv_bias)
