@@ -8,6 +8,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=2
+
+# On a fresh machine (CI may get one), install the Debian packages the README's first command
+# installs, if any is missing.
+packages=(g++ cmake clang libclang-rt-14-dev libopenblas-dev libgtest-dev libcxxopts-dev libbenchmark-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
 fuzz_seconds=${FUZZ_SECONDS:-30}
 
 echo "== 1/3 test suite"
