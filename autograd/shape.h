@@ -7,22 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "autograd/dim_vector.h"
+
 namespace ag {
 
-using Strides = std::vector<int64_t>;
+using Strides = DimVector;
 
 // A tensor's shape. Prints like PyTorch: torch.Size([6, 3]).
 class Size {
  public:
   Size() = default;
   Size(std::initializer_list<int64_t> d) : dims_(d) {}
-  explicit Size(std::vector<int64_t> d) : dims_(std::move(d)) {}
+  explicit Size(const std::vector<int64_t>& d) : dims_(d) {}
+  explicit Size(DimVector d) : dims_(std::move(d)) {}
 
   int64_t size() const { return static_cast<int64_t>(dims_.size()); }
   int64_t operator[](int64_t i) const { return dims_[static_cast<std::size_t>(i)]; }
   int64_t& operator[](int64_t i) { return dims_[static_cast<std::size_t>(i)]; }
-  const std::vector<int64_t>& vec() const { return dims_; }
-  std::vector<int64_t>& vec() { return dims_; }
+  const DimVector& vec() const { return dims_; }
+  DimVector& vec() { return dims_; }
   auto begin() const { return dims_.begin(); }
   auto end() const { return dims_.end(); }
   bool operator==(const Size& o) const { return dims_ == o.dims_; }
@@ -32,7 +35,7 @@ class Size {
   std::string str() const;  // "[6, 3]", the form used in error messages
 
  private:
-  std::vector<int64_t> dims_;
+  DimVector dims_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Size& s);  // torch.Size([6, 3])
