@@ -131,6 +131,13 @@ Tensor matmul_reference(const Tensor& a, const Tensor& b);
 // ---- softmax family (softmax.cpp) ----
 Tensor softmax(const Tensor& t, int64_t dim);
 Tensor log_softmax(const Tensor& t, int64_t dim);
+// The causal attention weights in one op: softmax over the last dim of scores / divisor with the
+// entries above the diagonal (key j > query i) masked out, i.e. exactly (bit for bit)
+//   softmax(masked_fill(scores, triu(ones({Tq, Tk}), 1).bool_(), -inf) / divisor, -1)
+// for scores (..., Tq, Tk), at about half the cost: masked entries are neither divided nor
+// exponentiated, and there is no mask tensor, masked copy or divided copy. grad_fn
+// CausalSoftmaxBackward0 (PyTorch 1.13 has no such op; its graph shows the three ops).
+Tensor causal_softmax(const Tensor& scores, double divisor = 1.0);
 
 // ---- masking and dropout (masked_fill.cpp, dropout.cpp) ----
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);  // mask broadcasts to t

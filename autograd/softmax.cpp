@@ -162,6 +162,46 @@ Tensor softmax_backward_lastdim(const Tensor& g0, const Tensor& y, bool log) {
   return dx;
 }
 
+// scores (..., Tq, Tk) -> y (..., Tq, Tk): softmax over the last dim of scores / divisor, with
+// the entries above the diagonal (j > i) masked. Only the j <= i part is divided and
+// exponentiated; the sum and the scaling run over the whole row exactly as softmax_rows does on
+// the masked scores (their exp is exactly 0), so the result is bit-identical to the composed ops.
+template <class T>
+void causal_softmax_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T divisor) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    const int64_t m = std::min(r % tq + 1, n);  // entries j < m are kept
+    for (int64_t j = 0; j < m; ++j) yr[j] = xr[j] / divisor;
+    if (row_has_nan(yr, m)) {  // NaN in, NaN out (the whole row, as softmax does)
+      std::fill(yr, yr + n, std::numeric_limits<T>::quiet_NaN());
+      continue;
+    }
+    const T mx = row_max(yr, m);
+    const T shift = std::isinf(mx) ? T(0) : mx;
+    for (int64_t j = 0; j < m; ++j) yr[j] = fast_exp(yr[j] - shift);
+    std::fill(yr + m, yr + n, T(0));
+    const T inv = T(1) / row_sum(yr, n);
+    for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
+  }
+}
+
+// The backward of causal_softmax_rows, bit-identical to softmax_backward_lastdim followed by the
+// division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
+template <class T>
+void causal_softmax_backward_rows(const T* g, const T* y, T* dx, int64_t rows, int64_t tq, int64_t n, T divisor) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* gr = g + r * n;
+    const T* yr = y + r * n;
+    T* dr = dx + r * n;
+    const int64_t m = std::min(r % tq + 1, n);
+    for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] * yr[j];
+    const T s = row_sum(dr, n);
+    for (int64_t j = 0; j < m; ++j) dr[j] = ((gr[j] - s) * yr[j]) / divisor;
+    std::fill(dr + m, dr + n, T(0));
+  }
+}
+
 bool last_dim(const Tensor& t, int64_t dim) { return t.dim() == 0 || wrap_dim(dim, t.dim(), "softmax", t.shape()) == t.dim() - 1; }
 
 }  // namespace
@@ -187,6 +227,40 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
       const Tensor yv = sy.get();
       if (last_dim(yv, dim)) return {softmax_backward_lastdim(g, yv, true)};
       return {sub(g, mul(exp(yv), sum(g, {dim}, true)))};
+    });
+  }
+  return y;
+}
+
+// One fused op for the causal attention weights (see ops.h). The composed version,
+// softmax(masked_fill(scores, triu(ones(Tq, Tk), 1), -inf) / divisor, -1), is its tested reference.
+Tensor causal_softmax(const Tensor& scores, double divisor) {
+  if (scores.dim() < 2 || !scores.is_floating_point()) {
+    detail::shape_error("causal_softmax", "expects a floating point tensor of at least 2 dims (..., Tq, Tk), got " +
+                                              dtype_name(scores.dtype()) + " of shape " + scores.shape().str());
+  }
+  const int64_t tq = scores.size(-2), n = scores.size(-1);
+  Tensor y;
+  {
+    NoGradGuard g;
+    const Tensor x = scores.contiguous();
+    y = detail::make_tensor(x.shape(), x.dtype());
+    dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
+      if (x.numel()) causal_softmax_rows<T>(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
+    });
+  }
+  if (needs_grad(scores)) {
+    // y = softmax(masked(scores) / divisor)  =>  dscores = y * (g - sum(g * y)) / divisor, 0 where masked
+    record(y, "CausalSoftmaxBackward0", {scores}, [sy = SavedTensor(y), tq, n, divisor](const Tensor& g0) -> Grads {
+      const Tensor yv = sy.get();
+      const Tensor g = g0.contiguous();
+      Tensor dx = detail::make_tensor(yv.shape(), yv.dtype());
+      dispatch_float(yv.dtype(), "causal_softmax_backward", [&]<typename T>() {
+        if (yv.numel())
+          causal_softmax_backward_rows<T>(g.data_ptr<T>(), yv.data_ptr<T>(), dx.data_ptr<T>(), yv.numel() / n, tq, n,
+                                          static_cast<T>(divisor));
+      });
+      return {dx};
     });
   }
   return y;

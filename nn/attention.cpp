@@ -29,6 +29,29 @@ Tensor causal_mask(const std::string& who, const Tensor& mask, int64_t t, int64_
   return mask.slice(0, 0, t).slice(1, 0, t).bool_();
 }
 
+}  // namespace
+
+// True if the t x t corner of `mask` is the causal pattern: nonzero exactly where key j > query i.
+// (A T x T check per forward, small next to the B x heads x T x T attention itself.)
+static bool is_causal_pattern(const Tensor& mask, int64_t t) {
+  const Tensor m = mask.slice(0, 0, t).slice(1, 0, t).to(kFloat64).contiguous();
+  const double* p = m.data_ptr<double>();
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < t; ++j)
+      if ((p[i * t + j] != 0.0) != (j > i)) return false;
+  return true;
+}
+
+Tensor causal_attention_weights(const std::string& who, const Tensor& scores, const Tensor& mask, int64_t context_length,
+                                double divisor) {
+  const int64_t t = scores.size(-1);
+  if (t > context_length || scores.size(-2) != t || mask.dim() != 2 || !is_causal_pattern(mask, t))
+    return softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1);
+  return causal_softmax(scores, divisor);  // the same bits, about half the work
+}
+
+namespace {
+
 // The unbatched attention the seed classes share: softmax(q k^T / sqrt(d_k), -1) v, with
 // queries (T1, d_k), keys (T2, d_k), values (T2, d_v) -> (T1, d_v).
 Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values) {
@@ -191,8 +214,8 @@ Tensor CausalAttention::forward(const Tensor& x) {
   Tensor values = W_V->forward(x);
   Tensor queries = W_Q->forward(x);
   Tensor attn_scores = matmul(queries, keys.transpose(1, 2));
-  attn_scores = masked_fill(attn_scores, causal_mask(type_name(), mask, x.size(1), context_length), -INFINITY);
-  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  Tensor attn_weights =
+      causal_attention_weights(type_name(), attn_scores, mask, context_length, std::pow(static_cast<double>(keys.size(-1)), 0.5));
   attn_weights = dropout->forward(attn_weights);
   return matmul(attn_weights, values);
 }
@@ -220,8 +243,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x) {
   Tensor values = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor queries = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor attn_scores = matmul(queries, keys.transpose(2, 3));  // (B, heads, T, T)
-  attn_scores = masked_fill(attn_scores, causal_mask(type_name(), mask, t, context_length), -INFINITY);
-  Tensor attn_weights = softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
+  Tensor attn_weights =
+      causal_attention_weights(type_name(), attn_scores, mask, context_length, std::pow(static_cast<double>(keys.size(-1)), 0.5));
   attn_weights = dropout->forward(attn_weights);
   Tensor context = matmul(attn_weights, values).transpose(1, 2);  // (B, T, heads, head_dim)
   context = context.contiguous().view({b, t, d_out});

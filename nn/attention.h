@@ -11,6 +11,15 @@
 
 namespace ag::nn {
 
+// The causal attention weights of the seeds' causal modules,
+//   softmax(masked_fill(scores, mask[:T, :T].bool(), -inf) / divisor, -1)
+// for scores (..., T, T) and the module's registered mask buffer. While the buffer holds
+// triu(ones, 1), as it does unless changed, this runs the fused causal_softmax (the same bits,
+// about half the work); otherwise the composed ops with the buffer as it is. Throws, naming
+// `who`, if T exceeds context_length.
+Tensor causal_attention_weights(const std::string& who, const Tensor& scores, const Tensor& mask, int64_t context_length,
+                                double divisor);
+
 // softmax(q k^T / sqrt(d)) v over the last two dims. `attn_mask` is a bool tensor broadcast to
 // the scores where true means "may attend" (PyTorch's convention); `is_causal` masks the upper
 // triangle. A query row with nothing to attend to gives zeros (not NaN) and zero gradients.

@@ -27,9 +27,10 @@ std::pair<Tensor, Tensor> MultiHeadAttention::forward2(const Tensor& x) {
   Tensor q = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor k = W_key->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor v = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
-  Tensor causal = mask.bool_().slice(0, 0, t).slice(1, 0, t);
-  Tensor scores = masked_fill(matmul(q, k.transpose(2, 3)), causal, -INFINITY);  // (B, heads, T, T)
-  Tensor weights = dropout->forward(softmax(scores / std::pow(static_cast<double>(head_dim), 0.5), -1));
+  Tensor scores = matmul(q, k.transpose(2, 3));  // (B, heads, T, T)
+  // the reference's masked_fill_(mask, -inf) and softmax(scores / sqrt(head_dim)), fused
+  Tensor weights = dropout->forward(
+      nn::causal_attention_weights("MultiHeadAttention", scores, mask, mask.size(0), std::pow(static_cast<double>(head_dim), 0.5)));
   Tensor ctx = matmul(weights, v).transpose(1, 2).contiguous().view({b, t, d_out});
   return {out_proj->forward(ctx), weights};
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <utility>
 
+#include "nn/attention.h"
 #include "nn/layers.h"
 
 namespace next_word {

@@ -1,0 +1,139 @@
+// causal_softmax, the fused kernel of the causal attention weights, against its reference: the
+// composed softmax(masked_fill(scores, triu(ones), -inf) / divisor, -1). Forward values and
+// gradients must be the same bits, and the fused backward must pass gradcheck on its own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "nn/attention.h"
+#include "test_util.h"
+
+using namespace ag;
+
+namespace {
+
+Tensor composed(const Tensor& scores, double divisor) {
+  const int64_t tq = scores.size(-2), tk = scores.size(-1);
+  Tensor mask = triu(ones({tq, tk}), 1).bool_();
+  return softmax(masked_fill(scores, mask, -INFINITY) / divisor, -1);
+}
+
+// Number of elements whose bit patterns differ (NaNs compare equal to NaNs); prints the first.
+template <class T>
+int64_t bit_mismatches(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  const std::vector<T> va = a.to_vector<T>(), vb = b.to_vector<T>();
+  int64_t bad = 0;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
+    if (std::memcmp(&va[i], &vb[i], sizeof(T)) != 0) {
+      if (bad == 0) ADD_FAILURE() << "first difference at element " << i << ": " << va[i] << " vs " << vb[i];
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+// Forward and backward of both versions on the same scores and upstream gradient.
+template <class T>
+void expect_bit_identical(const Tensor& scores0, double divisor) {
+  manual_seed(7);
+  const Tensor upstream = randn(scores0.shape().vec(), scores0.dtype());
+  Tensor s1 = scores0.detach().clone().requires_grad_(), s2 = scores0.detach().clone().requires_grad_();
+  Tensor y1 = causal_softmax(s1, divisor), y2 = composed(s2, divisor);
+  EXPECT_EQ(bit_mismatches<T>(y1, y2), 0) << "forward, shape " << scores0.shape().str();
+  (y1 * upstream).sum().backward();
+  (y2 * upstream).sum().backward();
+  EXPECT_EQ(bit_mismatches<T>(s1.grad(), s2.grad()), 0) << "backward, shape " << scores0.shape().str();
+}
+
+}  // namespace
+
+TEST(CausalSoftmax, SameBitsAsTheComposedOpsInFloat32AndFloat64) {
+  manual_seed(0);
+  // square (attention over a whole sequence), fewer queries than keys, more queries than keys,
+  // a row length that is not a multiple of 8 (the sums' tails), one query
+  const std::vector<std::vector<int64_t>> shapes = {{2, 3, 8, 8}, {4, 5, 5}, {3, 7}, {6, 4}, {2, 2, 17, 17}, {1, 9}, {64, 64}};
+  for (const auto& shape : shapes) {
+    expect_bit_identical<float>(randn(shape) * 3.0, std::sqrt(32.0));
+    expect_bit_identical<double>(randn(shape, kFloat64) * 3.0, 1.0);
+  }
+}
+
+TEST(CausalSoftmax, SameBitsOnStridedScoresAndWithInfAndNaN) {
+  manual_seed(1);
+  // transposed scores (the kernel makes them contiguous first)
+  expect_bit_identical<float>(randn({2, 6, 6}).transpose(1, 2), 4.0);
+  // -inf inside the kept part, +inf, and a NaN that must turn its row into NaN
+  Tensor s = randn({5, 5});
+  s.data_ptr<float>()[5 * 3 + 1] = -INFINITY;
+  s.data_ptr<float>()[5 * 4 + 2] = INFINITY;
+  s.data_ptr<float>()[5 * 2 + 0] = std::numeric_limits<float>::quiet_NaN();
+  Tensor y = causal_softmax(s, 2.0);
+  const std::vector<float> v = y.to_vector<float>();
+  for (int j = 0; j < 5; ++j) EXPECT_TRUE(std::isnan(v[5 * 2 + j])) << j;
+  EXPECT_EQ(bit_mismatches<float>(y, composed(s, 2.0)), 0);
+}
+
+TEST(CausalSoftmax, WeightsAreZeroAboveTheDiagonalAndRowsSumToOne) {
+  manual_seed(2);
+  Tensor y = causal_softmax(randn({3, 6, 6}), 1.5);
+  const std::vector<float> v = y.to_vector<float>();
+  for (int b = 0; b < 3; ++b)
+    for (int i = 0; i < 6; ++i) {
+      double row = 0;
+      for (int j = 0; j < 6; ++j) {
+        const float w = v[static_cast<std::size_t>((b * 6 + i) * 6 + j)];
+        if (j > i) EXPECT_EQ(w, 0.0f) << b << "," << i << "," << j;
+        row += w;
+      }
+      EXPECT_NEAR(row, 1.0, 1e-6);
+    }
+}
+
+TEST(CausalSoftmaxGrad, MatchesFiniteDifferencesOnContiguousAndStridedInput) {
+  manual_seed(3);
+  Tensor x = randn({2, 4, 4}, kFloat64).requires_grad_();
+  auto f = [](const std::vector<Tensor>& in) { return causal_softmax(in[0], 1.7) * in[0]; };
+  EXPECT_NO_THROW(gradcheck(f, {x}));
+  EXPECT_NO_THROW(gradcheck(f, {testutil::strided_leaf(x.detach())}));
+  Tensor r = randn({3, 5}, kFloat64).requires_grad_();  // more keys than queries
+  EXPECT_NO_THROW(gradcheck([](const std::vector<Tensor>& in) { return causal_softmax(in[0]); }, {r}));
+}
+
+TEST(CausalSoftmax, RejectsScoresThatAreNotAFloatMatrix) {
+  try {
+    causal_softmax(ones({4}));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[causal_softmax] expects a floating point tensor of at least 2 dims"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("[4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(causal_softmax(zeros({2, 2}, kInt64)), std::invalid_argument);
+}
+
+TEST(CausalAttentionWeights, FusedWhileTheMaskBufferIsCausalComposedOtherwise) {
+  manual_seed(4);
+  Tensor scores = randn({2, 2, 4, 4}).requires_grad_();
+  Tensor mask = triu(ones({6, 6}), 1);
+  Tensor fused = nn::causal_attention_weights("MultiHeadAttention", scores, mask, 6, 2.0);
+  EXPECT_EQ(fused.grad_fn()->name, "CausalSoftmaxBackward0");
+  EXPECT_EQ(bit_mismatches<float>(fused, composed(scores, 2.0)), 0);
+  // a user-changed buffer: the composed ops honour it as it is
+  {
+    NoGradGuard g;
+    mask.fill_(0.0);
+  }
+  Tensor plain = nn::causal_attention_weights("MultiHeadAttention", scores, mask, 6, 2.0);
+  EXPECT_EQ(plain.grad_fn()->name, "SoftmaxBackward0");
+  EXPECT_EQ(bit_mismatches<float>(plain, softmax(scores / 2.0, -1)), 0);
+  try {
+    nn::causal_attention_weights("MultiHeadAttention", randn({7, 7}), triu(ones({6, 6}), 1), 6, 1.0);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[MultiHeadAttention] sequence length 7 exceeds context_length 6");
+  }
+}
