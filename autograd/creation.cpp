@@ -15,9 +15,9 @@ static Tensor finish(Tensor t, const Options& o) {
   return t;
 }
 
-Tensor empty(const std::vector<int64_t>& shape, Options o) { return finish(make_tensor(Size(shape), o.dtype_), o); }
+Tensor empty(const DimVector& shape, Options o) { return finish(make_tensor(Size(shape), o.dtype_), o); }
 
-Tensor full(const std::vector<int64_t>& shape, double value, Options o) {
+Tensor full(const DimVector& shape, double value, Options o) {
   Tensor t = make_tensor(Size(shape), o.dtype_);
   {
     NoGradGuard g;
@@ -27,8 +27,8 @@ Tensor full(const std::vector<int64_t>& shape, double value, Options o) {
   return finish(t, o);
 }
 
-Tensor zeros(const std::vector<int64_t>& shape, Options o) { return full(shape, 0.0, o); }
-Tensor ones(const std::vector<int64_t>& shape, Options o) { return full(shape, 1.0, o); }
+Tensor zeros(const DimVector& shape, Options o) { return full(shape, 0.0, o); }
+Tensor ones(const DimVector& shape, Options o) { return full(shape, 1.0, o); }
 
 Tensor empty_like(const Tensor& t) { return make_tensor(t.shape(), t.dtype()); }
 Tensor zeros_like(const Tensor& t) { return full(t.shape().vec(), 0.0, t.dtype()); }
@@ -51,7 +51,7 @@ Tensor arange(double start, double end, double step, Options o) {
   return finish(t, o);
 }
 
-Tensor from_vector(const std::vector<double>& data, const std::vector<int64_t>& shape, Options o) {
+Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Options o) {
   Size s(shape);
   if (s.numel() != static_cast<int64_t>(data.size())) {
     throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
@@ -68,11 +68,11 @@ Tensor from_vector(const std::vector<double>& data, const std::vector<int64_t>& 
   return finish(t, o);
 }
 
-Tensor from_vector(const std::vector<float>& data, const std::vector<int64_t>& shape, Options o) {
+Tensor from_vector(const std::vector<float>& data, const DimVector& shape, Options o) {
   return from_vector(std::vector<double>(data.begin(), data.end()), shape, o);
 }
 
-Tensor from_vector(const std::vector<int64_t>& data, const std::vector<int64_t>& shape, Options o) {
+Tensor from_vector(const std::vector<int64_t>& data, const DimVector& shape, Options o) {
   Size s(shape);
   if (s.numel() != static_cast<int64_t>(data.size())) {
     throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +

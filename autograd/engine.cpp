@@ -5,6 +5,7 @@
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/pool.h"
 
 namespace ag {
 
@@ -73,7 +74,7 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 }
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  auto node = std::make_shared<Node>();
+  auto node = detail::make_pooled<Node>();
   node->name = name;
   node->next.reserve(inputs.size());
   for (const Tensor& in : inputs) {

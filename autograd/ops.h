@@ -14,10 +14,10 @@
 namespace ag {
 
 // ---- creation (creation.cpp) ----
-Tensor empty(const std::vector<int64_t>& shape, Options o = {});
-Tensor zeros(const std::vector<int64_t>& shape, Options o = {});
-Tensor ones(const std::vector<int64_t>& shape, Options o = {});
-Tensor full(const std::vector<int64_t>& shape, double value, Options o = {});
+Tensor empty(const DimVector& shape, Options o = {});
+Tensor zeros(const DimVector& shape, Options o = {});
+Tensor ones(const DimVector& shape, Options o = {});
+Tensor full(const DimVector& shape, double value, Options o = {});
 Tensor arange(double end, Options o = kInt64);
 Tensor arange(double start, double end, double step = 1.0, Options o = kInt64);
 Tensor empty_like(const Tensor& t);
@@ -52,9 +52,9 @@ class NestedList {
 // torch.tensor: tensor({{1.5, 2}, {3, 4}}) is float32, tensor({0, 4, 5}) is int64,
 // tensor({true, false}) is bool, tensor(3.5) is 0-dim; pass a dtype to choose.
 Tensor tensor(const NestedList& data, Options o = {});
-Tensor from_vector(const std::vector<double>& data, const std::vector<int64_t>& shape, Options o = {});
-Tensor from_vector(const std::vector<float>& data, const std::vector<int64_t>& shape, Options o = {});
-Tensor from_vector(const std::vector<int64_t>& data, const std::vector<int64_t>& shape, Options o = kInt64);
+Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Options o = {});
+Tensor from_vector(const std::vector<float>& data, const DimVector& shape, Options o = {});
+Tensor from_vector(const std::vector<int64_t>& data, const DimVector& shape, Options o = kInt64);
 Tensor triu(const Tensor& t, int64_t diagonal = 0);
 Tensor tril(const Tensor& t, int64_t diagonal = 0);
 
@@ -64,14 +64,14 @@ Tensor contiguous(const Tensor& t);       // copies only when needed (CloneBackw
 Tensor clone(const Tensor& t);
 
 // ---- views (views.cpp): share storage with their input ----
-Tensor view(const Tensor& t, const std::vector<int64_t>& shape);  // one -1 allowed
-Tensor reshape(const Tensor& t, const std::vector<int64_t>& shape);
+Tensor view(const Tensor& t, const DimVector& shape);  // one -1 allowed
+Tensor reshape(const Tensor& t, const DimVector& shape);
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);
-Tensor permute(const Tensor& t, const std::vector<int64_t>& dims);
+Tensor permute(const Tensor& t, const DimVector& dims);
 Tensor unsqueeze(const Tensor& t, int64_t dim);
 Tensor squeeze(const Tensor& t);
 Tensor squeeze(const Tensor& t, int64_t dim);
-Tensor expand(const Tensor& t, const std::vector<int64_t>& shape);  // -1 keeps a dim
+Tensor expand(const Tensor& t, const DimVector& shape);  // -1 keeps a dim
 Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
              int64_t step = 1);
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
@@ -114,9 +114,9 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 
 // ---- reductions (reduce.cpp) ----
 Tensor sum(const Tensor& t);
-Tensor sum(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor sum(const Tensor& t, const DimVector& dims, bool keepdim = false);
 Tensor mean(const Tensor& t);
-Tensor mean(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor mean(const Tensor& t, const DimVector& dims, bool keepdim = false);
 Tensor max(const Tensor& t);  // gradient shared evenly among tied maxima, as in PyTorch
 std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);  // values, indices
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);

@@ -177,14 +177,14 @@ void avx_sincos(float t, float& s_out, float& c_out) {
   c_out = from_bits(bits_of(cv) ^ sgn_c);
 }
 
-Tensor rand(const std::vector<int64_t>& shape, Options o, Generator* gen) {
+Tensor rand(const DimVector& shape, Options o, Generator* gen) {
   Tensor t = detail::make_tensor(Size(shape), o.dtype_);
   uniform_(t, 0.0, 1.0, gen);
   t.impl()->storage->version = 0;
   return finish(t, o);
 }
 
-Tensor randn(const std::vector<int64_t>& shape, Options o, Generator* gen) {
+Tensor randn(const DimVector& shape, Options o, Generator* gen) {
   Tensor t = detail::make_tensor(Size(shape), o.dtype_);
   normal_(t, 0.0, 1.0, gen);
   t.impl()->storage->version = 0;
@@ -244,7 +244,7 @@ Tensor& bernoulli_(Tensor& t, double p, Generator* gen) {
   return t;
 }
 
-Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& shape, Options o, Generator* gen) {
+Tensor randint(int64_t low, int64_t high, const DimVector& shape, Options o, Generator* gen) {
   if (!(low < high)) {
     throw std::invalid_argument("[randint] expects low < high, but got low=" + std::to_string(low) +
                                 " high=" + std::to_string(high));
@@ -262,7 +262,7 @@ Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& shape, Opt
   return finish(t, o);
 }
 
-Tensor randint(int64_t high, const std::vector<int64_t>& shape, Options o, Generator* gen) {
+Tensor randint(int64_t high, const DimVector& shape, Options o, Generator* gen) {
   return randint(0, high, shape, o, gen);
 }
 

@@ -13,13 +13,13 @@
 namespace ag {
 
 // torch.rand: uniform [0, 1). float32 uses 24 bits of one draw, float64 53 bits of two.
-Tensor rand(const std::vector<int64_t>& shape, Options o = {}, Generator* gen = nullptr);
+Tensor rand(const DimVector& shape, Options o = {}, Generator* gen = nullptr);
 // torch.randn: standard normal (scalar Box-Muller below 16 elements, the 16-lane block
 // algorithm from 16 elements on).
-Tensor randn(const std::vector<int64_t>& shape, Options o = {}, Generator* gen = nullptr);
+Tensor randn(const DimVector& shape, Options o = {}, Generator* gen = nullptr);
 // torch.randint(low, high, shape): integers in [low, high), int64 unless another dtype is given.
-Tensor randint(int64_t low, int64_t high, const std::vector<int64_t>& shape, Options o = kInt64, Generator* gen = nullptr);
-Tensor randint(int64_t high, const std::vector<int64_t>& shape, Options o = kInt64, Generator* gen = nullptr);
+Tensor randint(int64_t low, int64_t high, const DimVector& shape, Options o = kInt64, Generator* gen = nullptr);
+Tensor randint(int64_t high, const DimVector& shape, Options o = kInt64, Generator* gen = nullptr);
 // torch.randperm(n): a random permutation of 0..n-1.
 Tensor randperm(int64_t n, Options o = kInt64, Generator* gen = nullptr);
 

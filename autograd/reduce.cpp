@@ -13,7 +13,7 @@ namespace ag {
 namespace {
 
 // Which dims a reduction removes (empty `dims` means all), wrapped and de-duplicated.
-std::vector<bool> reduced_mask(const Tensor& t, const std::vector<int64_t>& dims, const char* op) {
+std::vector<bool> reduced_mask(const Tensor& t, const DimVector& dims, const char* op) {
   std::vector<bool> m(static_cast<std::size_t>(t.dim()), dims.empty());
   for (int64_t d : dims) {
     auto w = static_cast<std::size_t>(wrap_dim(d, t.dim(), op, t.shape()));
@@ -60,7 +60,7 @@ Tensor sum_kernel(const Tensor& t, const std::vector<bool>& m) {
   return out;
 }
 
-Tensor reduce_sum(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim, bool is_mean, const char* name) {
+Tensor reduce_sum(const Tensor& t, const DimVector& dims, bool keepdim, bool is_mean, const char* name) {
   const char* op = is_mean ? "mean" : "sum";
   if (is_mean && !is_floating(t.dtype())) {
     throw std::invalid_argument("[mean] could not infer output dtype: input dtype must be floating point, got " + dtype_name(t.dtype()));
@@ -100,11 +100,11 @@ Tensor rows_along(const Tensor& t, int64_t dim) {
 }  // namespace
 
 Tensor sum(const Tensor& t) { return reduce_sum(t, {}, false, false, "SumBackward0"); }
-Tensor sum(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor sum(const Tensor& t, const DimVector& dims, bool keepdim) {
   return reduce_sum(t, dims, keepdim, false, "SumBackward1");
 }
 Tensor mean(const Tensor& t) { return reduce_sum(t, {}, false, true, "MeanBackward0"); }
-Tensor mean(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor mean(const Tensor& t, const DimVector& dims, bool keepdim) {
   return reduce_sum(t, dims, keepdim, true, "MeanBackward1");
 }
 

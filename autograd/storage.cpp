@@ -1,6 +1,7 @@
 // Storage allocation with a small cache: training repeats the same shapes every step, so freed
 // buffers are kept by size and handed out again instead of going back to malloc (large blocks
-// would otherwise be mmapped, page-faulted and unmapped on every step).
+// would otherwise be mmapped, page-faulted and unmapped on every step). Buffers of at most
+// 4 KiB come from the per-thread free lists of pool.h instead.
 #include "autograd/storage.h"
 
 #include <cstdlib>
@@ -8,6 +9,8 @@
 #include <new>
 #include <unordered_map>
 #include <vector>
+
+#include "autograd/pool.h"
 
 namespace ag {
 
@@ -49,6 +52,10 @@ bool cache_usable() {
 
 Storage::Storage(std::size_t n) : nbytes(n) {
   if (n == 0) return;
+  if (n <= detail::kPoolMaxBlock) {  // small buffers: the per-thread free lists
+    data = detail::pool_alloc(n);
+    return;
+  }
   const std::size_t rounded = (n + 63) / 64 * 64;
   if (cache_usable()) {
     BlockCache& c = cache();
@@ -67,6 +74,10 @@ Storage::Storage(std::size_t n) : nbytes(n) {
 
 Storage::~Storage() {
   if (!data) return;
+  if (nbytes <= detail::kPoolMaxBlock) {
+    detail::pool_free(data, nbytes);
+    return;
+  }
   const std::size_t rounded = (nbytes + 63) / 64 * 64;
   if (cache_usable()) {
     BlockCache& c = cache();

@@ -7,6 +7,7 @@
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/pool.h"
 
 namespace ag {
 
@@ -20,8 +21,8 @@ static void check_rank(const Size& shape) {
 
 Tensor make_tensor(const Size& shape, DType dtype) {
   check_rank(shape);
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+  auto impl = make_pooled<TensorImpl>();
+  impl->storage = make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -30,7 +31,7 @@ Tensor make_tensor(const Size& shape, DType dtype) {
 
 Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset) {
   check_rank(shape);
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = make_pooled<TensorImpl>();
   impl->storage = t.impl()->storage;
   impl->shape = std::move(shape);
   impl->strides = std::move(strides);
@@ -151,10 +152,10 @@ Tensor Tensor::detach() const {
 Tensor Tensor::to(DType t) const { return ag::to(*this, t); }
 Tensor Tensor::contiguous() const { return ag::contiguous(*this); }
 Tensor Tensor::clone() const { return ag::clone(*this); }
-Tensor Tensor::view(const std::vector<int64_t>& s) const { return ag::view(*this, s); }
-Tensor Tensor::reshape(const std::vector<int64_t>& s) const { return ag::reshape(*this, s); }
+Tensor Tensor::view(const DimVector& s) const { return ag::view(*this, s); }
+Tensor Tensor::reshape(const DimVector& s) const { return ag::reshape(*this, s); }
 Tensor Tensor::transpose(int64_t a, int64_t b) const { return ag::transpose(*this, a, b); }
-Tensor Tensor::permute(const std::vector<int64_t>& d) const { return ag::permute(*this, d); }
+Tensor Tensor::permute(const DimVector& d) const { return ag::permute(*this, d); }
 Tensor Tensor::t() const {
   if (dim() > 2) detail::shape_error("t", "expects a tensor with <= 2 dimensions, but got shape " + shape().str());
   return dim() < 2 ? *this : ag::transpose(*this, 0, 1);
@@ -167,7 +168,7 @@ Tensor Tensor::T() const {
 Tensor Tensor::unsqueeze(int64_t d) const { return ag::unsqueeze(*this, d); }
 Tensor Tensor::squeeze() const { return ag::squeeze(*this); }
 Tensor Tensor::squeeze(int64_t d) const { return ag::squeeze(*this, d); }
-Tensor Tensor::expand(const std::vector<int64_t>& s) const { return ag::expand(*this, s); }
+Tensor Tensor::expand(const DimVector& s) const { return ag::expand(*this, s); }
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> s, std::optional<int64_t> e, int64_t step) const {
   return ag::slice(*this, d, s, e, step);
 }
@@ -184,9 +185,9 @@ Tensor Tensor::tanh() const { return ag::tanh(*this); }
 Tensor Tensor::sigmoid() const { return ag::sigmoid(*this); }
 Tensor Tensor::relu() const { return ag::relu(*this); }
 Tensor Tensor::sum() const { return ag::sum(*this); }
-Tensor Tensor::sum(const std::vector<int64_t>& d, bool k) const { return ag::sum(*this, d, k); }
+Tensor Tensor::sum(const DimVector& d, bool k) const { return ag::sum(*this, d, k); }
 Tensor Tensor::mean() const { return ag::mean(*this); }
-Tensor Tensor::mean(const std::vector<int64_t>& d, bool k) const { return ag::mean(*this, d, k); }
+Tensor Tensor::mean(const DimVector& d, bool k) const { return ag::mean(*this, d, k); }
 Tensor Tensor::max() const { return ag::max(*this); }
 std::pair<Tensor, Tensor> Tensor::max(int64_t d, bool k) const { return ag::max(*this, d, k); }
 Tensor Tensor::argmax(int64_t d, bool k) const { return ag::argmax(*this, d, k); }

@@ -106,16 +106,16 @@ class Tensor {
   Tensor clone() const;
 
   // ---- views ----
-  Tensor view(const std::vector<int64_t>& shape) const;
-  Tensor reshape(const std::vector<int64_t>& shape) const;
+  Tensor view(const DimVector& shape) const;
+  Tensor reshape(const DimVector& shape) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor permute(const DimVector& dims) const;
   Tensor t() const;
   Tensor T() const;  // all dims reversed, like PyTorch's .T
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze() const;
   Tensor squeeze(int64_t dim) const;
-  Tensor expand(const std::vector<int64_t>& shape) const;
+  Tensor expand(const DimVector& shape) const;
   Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step = 1) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor select(int64_t dim, int64_t index) const;
@@ -132,9 +132,9 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
   Tensor sum() const;
-  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor sum(const DimVector& dims, bool keepdim = false) const;
   Tensor mean() const;
-  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor mean(const DimVector& dims, bool keepdim = false) const;
   Tensor max() const;
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // (values, indices)
   Tensor argmax(int64_t dim, bool keepdim = false) const;

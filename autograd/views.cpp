@@ -22,7 +22,7 @@ static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t of
 }
 
 // Resolves one -1 in a requested shape against numel.
-static Size infer_shape(const std::vector<int64_t>& req, int64_t numel, const char* op, const Size& from) {
+static Size infer_shape(const DimVector& req, int64_t numel, const char* op, const Size& from) {
   Size s(req);
   int64_t known = 1, infer = -1;
   for (int64_t i = 0; i < s.size(); ++i) {
@@ -84,11 +84,11 @@ static Tensor view_as_shape(const Tensor& t, const Size& s, const char* name) {
                    [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; });
 }
 
-Tensor view(const Tensor& t, const std::vector<int64_t>& shape) {
+Tensor view(const Tensor& t, const DimVector& shape) {
   return view_as_shape(t, infer_shape(shape, t.numel(), "view", t.shape()), "ViewBackward0");
 }
 
-Tensor reshape(const Tensor& t, const std::vector<int64_t>& shape) {
+Tensor reshape(const Tensor& t, const DimVector& shape) {
   Size s = infer_shape(shape, t.numel(), "reshape", t.shape());
   if (view_strides(t.shape(), t.strides(), s)) return view_as_shape(t, s, "ReshapeAliasBackward0");
   return view_as_shape(clone(t), s, "ViewBackward0");
@@ -108,7 +108,7 @@ static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const cha
 
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) { return transpose_named(t, d0, d1, "TransposeBackward0"); }
 
-Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
+Tensor permute(const Tensor& t, const DimVector& dims) {
   const int64_t n = t.dim();
   if (static_cast<int64_t>(dims.size()) != n) {
     shape_error("permute", "number of dims " + Size(dims).str() + " doesn't match the tensor's shape " + t.shape().str());
@@ -169,7 +169,7 @@ Tensor squeeze(const Tensor& t, int64_t dim) {
   return squeeze_dims(t, drop, "SqueezeBackward1");
 }
 
-Tensor expand(const Tensor& t, const std::vector<int64_t>& shape) {
+Tensor expand(const Tensor& t, const DimVector& shape) {
   const int64_t n = static_cast<int64_t>(shape.size()), m = t.dim();
   if (n < m) {
     shape_error("expand", "the number of sizes provided " + Size(shape).str() +
