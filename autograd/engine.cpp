@@ -73,11 +73,12 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
+static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
   auto node = detail::make_pooled<Node>();
   node->name = name;
-  node->next.reserve(inputs.size());
-  for (const Tensor& in : inputs) {
+  node->next.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Tensor& in = inputs[i];
     Edge e;
     if (tracks_grad(&in)) {
       TensorImpl* impl = in.impl();
@@ -98,6 +99,14 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   node->dtype = out.dtype();
   out.impl()->grad_fn = std::move(node);
   out.impl()->requires_grad = true;
+}
+
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn) {
+  record_n(out, name, inputs.begin(), inputs.size(), std::move(fn));
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  record_n(out, name, inputs.data(), inputs.size(), std::move(fn));
 }
 
 // Adds g into a leaf's .grad. The first gradient is copied so .grad never aliases graph data.
@@ -187,8 +196,8 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
       }
     }
-    std::vector<Edge> taken;
-    const std::vector<Edge>* edges = &node->next;
+    decltype(node->next) taken;
+    const decltype(node->next)* edges = &node->next;
     if (!retain_graph) {  // free saved tensors and edges as we go
       taken = std::move(node->next);
       node->next.clear();

@@ -4,11 +4,16 @@
 // never the output tensor itself, so the graph has no reference cycles.
 #pragma once
 
-#include <functional>
+#include <cstddef>
+#include <initializer_list>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <string>
 #include <vector>
 
+#include "autograd/pool.h"
+#include "autograd/small_vec.h"
 #include "autograd/tensor.h"
 
 namespace ag {
@@ -23,8 +28,67 @@ struct Edge {
   bool active() const { return fn || leaf; }
 };
 
-using Grads = std::vector<Tensor>;  // one per input; an undefined Tensor means "no gradient"
-using BackwardFn = std::function<Grads(const Tensor& grad_output)>;
+// One gradient per input; an undefined Tensor means "no gradient". Up to three fit inline.
+using Grads = SmallVec<Tensor, 3>;
+
+// A node's backward closure: grad_output -> one gradient per input. Like
+// std::function<Grads(const Tensor&)>, but move-only and with the closure in a pooled block
+// (pool.h) instead of a fresh heap allocation per node.
+class BackwardFn {
+ public:
+  BackwardFn() = default;
+  BackwardFn(std::nullptr_t) {}  // NOLINT: `fn = nullptr` releases the closure
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, BackwardFn> &&
+                                              !std::is_same_v<std::decay_t<F>, std::nullptr_t>>>
+  BackwardFn(F&& f) {  // NOLINT: implicit, so ops pass their lambda directly
+    using Fn = std::decay_t<F>;
+    void* o = detail::pool_alloc(sizeof(Fn));
+    try {
+      new (o) Fn(std::forward<F>(f));
+    } catch (...) {
+      detail::pool_free(o, sizeof(Fn));
+      throw;
+    }
+    obj_ = o;
+    call_ = [](void* p, const Tensor& g) -> Grads { return (*static_cast<Fn*>(p))(g); };
+    destroy_ = [](void* p) noexcept {
+      static_cast<Fn*>(p)->~Fn();
+      detail::pool_free(p, sizeof(Fn));
+    };
+  }
+  BackwardFn(BackwardFn&& o) noexcept : obj_(o.obj_), call_(o.call_), destroy_(o.destroy_) { o.obj_ = nullptr; }
+  BackwardFn& operator=(BackwardFn&& o) noexcept {
+    if (this != &o) {
+      reset();
+      obj_ = o.obj_;
+      call_ = o.call_;
+      destroy_ = o.destroy_;
+      o.obj_ = nullptr;
+    }
+    return *this;
+  }
+  BackwardFn& operator=(std::nullptr_t) noexcept {
+    reset();
+    return *this;
+  }
+  BackwardFn(const BackwardFn&) = delete;
+  BackwardFn& operator=(const BackwardFn&) = delete;
+  ~BackwardFn() { reset(); }
+
+  explicit operator bool() const { return obj_ != nullptr; }
+  Grads operator()(const Tensor& grad_output) const { return call_(obj_, grad_output); }
+
+ private:
+  void reset() noexcept {
+    if (!obj_) return;
+    void* o = obj_;
+    obj_ = nullptr;
+    destroy_(o);
+  }
+  void* obj_ = nullptr;
+  Grads (*call_)(void*, const Tensor&) = nullptr;
+  void (*destroy_)(void*) noexcept = nullptr;
+};
 
 struct Node {
   Node();
@@ -33,7 +97,7 @@ struct Node {
   Node& operator=(const Node&) = delete;
 
   std::string name;  // PyTorch's grad_fn name, e.g. "MmBackward0"
-  std::vector<Edge> next;
+  SmallVec<Edge, 2> next;
   BackwardFn backward;
   Size shape;  // of the output this node produced
   DType dtype = kFloat32;
@@ -82,6 +146,7 @@ inline bool needs_grad(const Tensor& a, const Tensor& b) { return needs_grad({&a
 bool needs_grad(const std::vector<Tensor>& inputs);
 
 // Gives `out` a grad_fn named `name` whose edges lead to `inputs`. Call only if needs_grad().
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn);
 
 // Number of nodes alive right now (for tests that prove graphs are freed).

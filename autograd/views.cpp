@@ -1,6 +1,7 @@
 // View ops: new shape/strides/offset over the same storage, no copy. The backward of each view
 // maps the gradient back to the input's layout.
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
