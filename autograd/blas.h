@@ -1,5 +1,5 @@
-// Internal: the one place that calls BLAS. Row-major GEMM, C = A @ B, where A and B are given
-// by pointer, transpose flag and leading dimension, so transposed views need no copy.
+// Internal: the one place that calls BLAS. Row-major GEMM, C = A @ B + beta C, where A and B are
+// given by pointer, transpose flag and leading dimension, so transposed views need no copy.
 #pragma once
 
 namespace ag::detail {
@@ -9,8 +9,11 @@ struct MatLayout {
   int ld;      // leading dimension in elements
 };
 
-// c (m,n) = a (m,k) @ b (k,n); c is row-major with leading dimension ldc.
-void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc);
-void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc);
+// c (m,n) = a (m,k) @ b (k,n) + beta * c; c is row-major with leading dimension ldc. beta is 0
+// (c is overwritten; OpenBLAS zeroes it first) or 1 (added to what c holds, no extra pass).
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc,
+          float beta = 0.0f);
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
+          double beta = 0.0);
 
 }  // namespace ag::detail

@@ -36,8 +36,8 @@ Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
   const Tensor b = blas_readable(b0) ? b0 : b0.contiguous();
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error("matmul", "matrix dims exceed BLAS's int range");
-  Size ba(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 2));
-  Size bb(std::vector<int64_t>(b.shape().begin(), b.shape().end() - 2));
+  Size ba(DimVector(a.shape().begin(), a.shape().end() - 2));
+  Size bb(DimVector(b.shape().begin(), b.shape().end() - 2));
   Size batch = broadcast_shapes(ba, bb, "matmul");
   Size out_shape = batch;
   out_shape.vec().push_back(m);
@@ -48,7 +48,7 @@ Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
 
   // batch strides of each operand as broadcast to `batch`
   auto batch_strides = [&](const Tensor& t) {
-    Tensor bt = detail::alias(t, Size(std::vector<int64_t>(t.shape().begin(), t.shape().end() - 2)),
+    Tensor bt = detail::alias(t, Size(DimVector(t.shape().begin(), t.shape().end() - 2)),
                               Strides(t.strides().begin(), t.strides().end() - 2), 0);
     return detail::broadcast_strides(bt, batch);
   };
@@ -121,6 +121,51 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return out;
   }
   return matmul_nd(a, b, a.dim() == 2 && b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0");
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1) ||
+      (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))) {
+    detail::shape_error("linear", "expects input (N, in), weight (out, in) and bias (out), got " + x.shape().str() + ", " +
+                                      weight.shape().str() + " and " + (bias.defined() ? bias.shape().str() : "none"));
+  }
+  if (!x.is_floating_point() || weight.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
+    detail::shape_error("linear", "expects floating point tensors of one dtype, got " + dtype_name(x.dtype()) + " and " +
+                                      dtype_name(weight.dtype()) + " (shapes " + x.shape().str() + " and " +
+                                      weight.shape().str() + ")");
+  }
+  if (!bias.defined()) return matmul(x, weight.t());
+  const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error("linear", "matrix dims exceed BLAS's int range");
+  // out (N, out) = bias rows, then += x (N, in) @ weight^T (in, out) in the GEMM itself (beta = 1)
+  Tensor out = detail::make_tensor(Size{m, n}, x.dtype());
+  {
+    NoGradGuard no_grad;
+    detail::copy_into(out, bias);
+    const Tensor a = blas_readable(x) ? x : x.contiguous();
+    const Tensor wt = blas_readable(weight) ? weight.t() : weight.contiguous().t();
+    if (m > 0 && n > 0 && k > 0) {
+      const auto la = *mat_layout(m, k, a.stride(0), a.stride(1));
+      const auto lb = *mat_layout(k, n, wt.stride(0), wt.stride(1));
+      dispatch_float(x.dtype(), "linear", [&]<typename T>() {
+        detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a.data_ptr<T>(), wt.data_ptr<T>(),
+                     out.data_ptr<T>(), static_cast<int>(n), T(1));
+      });
+    }
+  }
+  if (needs_grad({&bias, &x, &weight})) {
+    const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.requires_grad();
+    SavedTensor sx(gw ? x : Tensor()), sw(gx ? weight : Tensor());
+    // out = bias + x @ weight^T  =>  dbias = g.sum(0), dx = g @ weight, dweight = g^T @ x
+    record(out, "AddmmBackward0", {bias, x, weight}, [gx, gw, gb, sx, sw](const Tensor& g) -> Grads {
+      Tensor db, dx, dw;
+      if (gb) db = sum(g, {0});
+      if (gx) dx = bmm_kernel(g, sw.get());
+      if (gw) dw = bmm_kernel(transpose(g, 0, 1), sx.get());
+      return {db, dx, dw};
+    });
+  }
+  return out;
 }
 
 Tensor matmul_reference(const Tensor& a, const Tensor& b) {

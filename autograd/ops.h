@@ -125,6 +125,10 @@ Tensor sum_to(const Tensor& grad, const Size& shape);
 
 // ---- matmul (matmul.cpp; BLAS call in blas.cpp) ----
 Tensor matmul(const Tensor& a, const Tensor& b);
+// PyTorch's F.linear: x (N, in) @ weight (out, in)^T + bias (out). With a bias it is one op like
+// PyTorch's addmm (grad_fn AddmmBackward0): the output starts as the bias rows and the GEMM adds
+// to it, with no zeroing and no separate add pass. Without a bias it is matmul(x, weight.t()).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // The naive triple loop matmul is tested against (2-D only, any strides, no autograd).
 Tensor matmul_reference(const Tensor& a, const Tensor& b);
 

@@ -25,15 +25,13 @@ Tensor Linear::forward(const Tensor& x) {
                                 std::to_string(in_features) + " (weight shape " + weight.shape().str() + ")");
   }
   if (x.dim() > 2 && bias.defined()) {  // as PyTorch: flatten to 2-D, addmm, view back
-    std::vector<int64_t> out_shape(x.shape().begin(), x.shape().end() - 1);
+    DimVector out_shape(x.shape().begin(), x.shape().end() - 1);
     out_shape.push_back(out_features);
     return forward(x.reshape({-1, in_features})).view(out_shape);
   }
-  Tensor y = matmul(x, weight.t());
-  if (!bias.defined()) return y;
-  y = y + bias;
-  if (x.dim() == 2 && y.grad_fn()) y.grad_fn()->name = "AddmmBackward0";  // PyTorch's fused name
-  return y;
+  if (x.dim() == 2) return linear(x, weight, bias);  // one AddmmBackward0 node with a bias, as in PyTorch
+  Tensor y = matmul(x, weight.t());                   // 1-D input, or no bias: matmul as in PyTorch
+  return bias.defined() ? y + bias : y;
 }
 
 std::string Linear::extra_repr() const {

@@ -77,3 +77,44 @@ TEST(Matmul, GradientsMatchFiniteDifferencesOnTransposedAndBroadcastInputs) {
   Tensor b = values({2, 3, 2}, kFloat64, 1.0).requires_grad_();
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {a, b}));
 }
+
+TEST(Linear, FusedAddmmMatchesReferenceKernelPlusBiasForEveryLayout) {
+  // x (5, 4), weight (3, 4), bias (3): contiguous, transposed-view weight, strided input
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor x = values({5, 4}, dt), w = values({3, 4}, dt, 1.0), b = values({3}, dt, 2.0);
+    Tensor want = matmul_reference(x, w.t()) + b;
+    const double tol = dt == kFloat32 ? 1e-5 : 1e-12;
+    EXPECT_LT(max_diff(linear(x, w, b), want), tol);
+    Tensor wt = values({4, 3}, dt, 1.0).t();  // (3, 4) as a transposed view
+    EXPECT_LT(max_diff(linear(x, wt, b), matmul_reference(x, wt.t()) + b), tol);
+    Tensor xs = values({4, 5}, dt).t();  // (5, 4) strided
+    EXPECT_LT(max_diff(linear(xs, w, b), matmul_reference(xs, w.t()) + b), tol);
+    EXPECT_EQ(linear(x, w).grad_fn(), nullptr);
+  }
+}
+
+TEST(LinearGrad, MatchesFiniteDifferencesForInputWeightAndBias) {
+  Tensor x = values({4, 3}, kFloat64).requires_grad_(), w = values({2, 3}, kFloat64, 1.0).requires_grad_();
+  Tensor b = values({2}, kFloat64, 2.0).requires_grad_();
+  auto f = [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); };
+  EXPECT_NO_THROW(gradcheck(f, {x, w, b}));
+  EXPECT_EQ(f({x, w, b}).grad_fn()->name, "AddmmBackward0");
+  // strided input and a transposed-view weight, and x reused on a second path
+  Tensor xs = values({3, 4}, kFloat64).t().detach().requires_grad_();
+  Tensor wt = values({3, 2}, kFloat64, 1.0).t().detach().requires_grad_();
+  EXPECT_NO_THROW(gradcheck([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]) * in[0].sum(); }, {xs, wt, b}));
+  // only the bias requires grad
+  Tensor xc = values({4, 3}, kFloat64), wc = values({2, 3}, kFloat64, 1.0);
+  EXPECT_NO_THROW(gradcheck([&](const std::vector<Tensor>& in) { return linear(xc, wc, in[0]); }, {b}));
+}
+
+TEST(Linear, ShapeAndDtypeErrorsNameTheOpAndShapes) {
+  try {
+    linear(ones({5, 4}), ones({3, 5}), ones({3}));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[linear] expects input (N, in), weight (out, in) and bias (out), got [5, 4], [3, 5] and [3]");
+  }
+  EXPECT_THROW(linear(ones({5, 4}), ones({3, 4}), ones({4})), std::invalid_argument);
+  EXPECT_THROW(linear(ones({5, 4}), ones({3, 4}, kFloat64), ones({3})), std::invalid_argument);
+}
