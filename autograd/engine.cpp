@@ -196,17 +196,13 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
       }
     }
-    decltype(node->next) taken;
-    const decltype(node->next)* edges = &node->next;
-    if (!retain_graph) {  // free saved tensors and edges as we go
-      taken = std::move(node->next);
-      node->next.clear();
-      edges = &taken;
+    if (!retain_graph) {  // free saved tensors (and, below, the edges) as we go
       node->backward = nullptr;
       node->released = true;
     }
-    for (std::size_t i = 0; i < edges->size(); ++i) {
-      const Edge& e = (*edges)[i];
+    const auto& edges = node->next;
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
       const bool has = i < grads.size() && grads[i].defined() && e.active();
       if (has) check_grad(node->name, i, e, grads[i]);
       if (e.leaf && has) accumulate_leaf(e.leaf.get(), grads[i]);
@@ -215,6 +211,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       if (has) m->pending_grad = m->pending_grad.defined() ? add(m->pending_grad, grads[i]) : grads[i];
       if (--m->pending_consumers == 0) ready.push_back(e.fn);
     }
+    if (!retain_graph) node->next.clear();
   }
 }
 

@@ -21,23 +21,13 @@ static void check_rank(const Size& shape) {
 
 Tensor make_tensor(const Size& shape, DType dtype) {
   check_rank(shape);
-  auto impl = make_pooled<TensorImpl>();
-  impl->storage = make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
-  impl->shape = shape;
-  impl->strides = contiguous_strides(shape);
-  impl->dtype = dtype;
-  return Tensor(std::move(impl));
+  return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype)),
+                                        shape, contiguous_strides(shape), 0, dtype));
 }
 
 Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset) {
   check_rank(shape);
-  auto impl = make_pooled<TensorImpl>();
-  impl->storage = t.impl()->storage;
-  impl->shape = std::move(shape);
-  impl->strides = std::move(strides);
-  impl->offset = offset;
-  impl->dtype = t.dtype();
-  return Tensor(std::move(impl));
+  return Tensor(make_pooled<TensorImpl>(t.impl()->storage, std::move(shape), std::move(strides), offset, t.dtype()));
 }
 
 Strides broadcast_strides(const Tensor& t, const Size& shape) {

@@ -22,6 +22,10 @@ struct Node;
 class Tensor;
 
 struct TensorImpl {
+  TensorImpl() = default;
+  TensorImpl(std::shared_ptr<Storage> st, Size sh, Strides str, int64_t off, DType dt)
+      : storage(std::move(st)), shape(std::move(sh)), strides(std::move(str)), offset(off), dtype(dt) {}
+
   std::shared_ptr<Storage> storage;
   Size shape;
   Strides strides;
