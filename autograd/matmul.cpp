@@ -48,9 +48,13 @@ Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
 
   // batch strides of each operand as broadcast to `batch`
   auto batch_strides = [&](const Tensor& t) {
-    Tensor bt = detail::alias(t, Size(DimVector(t.shape().begin(), t.shape().end() - 2)),
-                              Strides(t.strides().begin(), t.strides().end() - 2), 0);
-    return detail::broadcast_strides(bt, batch);
+    const int64_t nb = t.dim() - 2, n_out = batch.size();
+    Strides st(static_cast<std::size_t>(n_out), 0);
+    for (int64_t i = 0; i < nb; ++i) {
+      const int64_t j = n_out - nb + i;
+      st[static_cast<std::size_t>(j)] = t.shape()[i] == 1 && batch[j] != 1 ? 0 : t.strides()[static_cast<std::size_t>(i)];
+    }
+    return st;
   };
   const Strides sa = batch_strides(a), sb = batch_strides(b), so = batch_strides(out);
   const auto la = *mat_layout(m, k, a.stride(-2), a.stride(-1));
