@@ -119,9 +119,9 @@ static void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   }
 }
 
-static void check_grad(const std::string& name, std::size_t i, const Edge& e, const Tensor& g) {
+static void check_grad(std::string_view name, std::size_t i, const Edge& e, const Tensor& g) {
   if (g.shape() != e.shape) {
-    throw std::logic_error("[autograd] " + name + " returned a gradient of shape " + g.shape().str() +
+    throw std::logic_error("[autograd] " + std::string(name) + " returned a gradient of shape " + g.shape().str() +
                            " for input " + std::to_string(i) + " of shape " + e.shape.str());
   }
 }
@@ -181,7 +181,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
     ready.pop_back();
     if (node->released) {
       throw std::runtime_error(
-          "[backward] trying to backward through the graph a second time (" + node->name +
+          "[backward] trying to backward through the graph a second time (" + std::string(node->name) +
           " was already freed). Specify retain_graph=true on the first backward call if you need to "
           "backward twice");
     }
@@ -192,7 +192,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
     if (g.defined()) {
       grads = node->backward(g);
       if (grads.size() != node->next.size()) {
-        throw std::logic_error("[autograd] " + node->name + " returned " + std::to_string(grads.size()) +
+        throw std::logic_error("[autograd] " + std::string(node->name) + " returned " + std::to_string(grads.size()) +
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
       }
     }

@@ -10,6 +10,7 @@
 #include <new>
 #include <type_traits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/pool.h"
@@ -96,7 +97,9 @@ struct Node {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  std::string name;  // PyTorch's grad_fn name, e.g. "MmBackward0"
+  // PyTorch's grad_fn name, e.g. "MmBackward0": a string literal (names are never built at run
+  // time, so a node costs no string allocation).
+  std::string_view name;
   SmallVec<Edge, 2> next;
   BackwardFn backward;
   Size shape;  // of the output this node produced
@@ -146,6 +149,7 @@ inline bool needs_grad(const Tensor& a, const Tensor& b) { return needs_grad({&a
 bool needs_grad(const std::vector<Tensor>& inputs);
 
 // Gives `out` a grad_fn named `name` whose edges lead to `inputs`. Call only if needs_grad().
+// `name` must outlive the node (a string literal).
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn);
 
