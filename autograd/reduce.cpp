@@ -13,25 +13,25 @@ namespace ag {
 namespace {
 
 // Which dims a reduction removes (empty `dims` means all), wrapped and de-duplicated.
-std::vector<bool> reduced_mask(const Tensor& t, const DimVector& dims, const char* op) {
-  std::vector<bool> m(static_cast<std::size_t>(t.dim()), dims.empty());
+DimVector reduced_mask(const Tensor& t, const DimVector& dims, const char* op) {
+  DimVector m(static_cast<std::size_t>(t.dim()), dims.empty() ? 1 : 0);  // 1 where reduced
   for (int64_t d : dims) {
     auto w = static_cast<std::size_t>(wrap_dim(d, t.dim(), op, t.shape()));
     if (t.dim() == 0) continue;
     if (m[w]) throw std::invalid_argument(std::string("[") + op + "] dim " + std::to_string(d) + " appears multiple times in the list of dims");
-    m[w] = true;
+    m[w] = 1;
   }
   return m;
 }
 
-Size keep_shape(const Size& s, const std::vector<bool>& m) {
+Size keep_shape(const Size& s, const DimVector& m) {
   Size k = s;
   for (int64_t i = 0; i < s.size(); ++i)
     if (m[static_cast<std::size_t>(i)]) k[i] = 1;
   return k;
 }
 
-Size drop_shape(const Size& s, const std::vector<bool>& m) {
+Size drop_shape(const Size& s, const DimVector& m) {
   Size k;
   for (int64_t i = 0; i < s.size(); ++i)
     if (!m[static_cast<std::size_t>(i)]) k.vec().push_back(s[i]);
@@ -39,7 +39,7 @@ Size drop_shape(const Size& s, const std::vector<bool>& m) {
 }
 
 // Sum over the masked dims into a tensor of keep_shape; float32 accumulates in double.
-Tensor sum_kernel(const Tensor& t, const std::vector<bool>& m) {
+Tensor sum_kernel(const Tensor& t, const DimVector& m) {
   const Size ks = keep_shape(t.shape(), m);
   const DType out_dt = is_floating(t.dtype()) ? t.dtype() : kInt64;
   Tensor out = detail::make_tensor(ks, out_dt);
@@ -65,7 +65,7 @@ Tensor reduce_sum(const Tensor& t, const DimVector& dims, bool keepdim, bool is_
   if (is_mean && !is_floating(t.dtype())) {
     throw std::invalid_argument("[mean] could not infer output dtype: input dtype must be floating point, got " + dtype_name(t.dtype()));
   }
-  const std::vector<bool> m = reduced_mask(t, dims, op);
+  const DimVector m = reduced_mask(t, dims, op);
   int64_t count = 1;
   for (int64_t i = 0; i < t.dim(); ++i)
     if (m[static_cast<std::size_t>(i)]) count *= t.shape()[i];
@@ -90,7 +90,7 @@ Tensor reduce_sum(const Tensor& t, const DimVector& dims, bool keepdim, bool is_
 // length t.size(dim), in the row-major order of the remaining dims.
 Tensor rows_along(const Tensor& t, int64_t dim) {
   NoGradGuard g;
-  std::vector<int64_t> perm;
+  DimVector perm;
   for (int64_t d = 0; d < t.dim(); ++d)
     if (d != dim) perm.push_back(d);
   perm.push_back(dim);

@@ -42,8 +42,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Size& shape) {
 }
 
 Size broadcast_shapes(const Size& a, const Size& b, const char* op) {
+  if (a == b) return a;
   int64_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(static_cast<std::size_t>(n));
+  DimVector out(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
