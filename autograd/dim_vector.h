@@ -97,7 +97,13 @@ class DimVector {
   }
 
   operator std::vector<int64_t>() const { return std::vector<int64_t>(begin(), end()); }  // NOLINT: implicit on purpose
-  bool operator==(const DimVector& o) const { return std::equal(begin(), end(), o.begin(), o.end()); }
+  bool operator==(const DimVector& o) const {  // a plain loop: shapes are short, memcmp's call costs more
+    if (size_ != o.size_) return false;
+    const int64_t *a = data(), *b = o.data();
+    for (std::size_t i = 0; i < size_; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
   bool operator!=(const DimVector& o) const { return !(*this == o); }
 
  private:

@@ -66,8 +66,18 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
     T* p = static_cast<T*>(impl()->storage->data);
     Tensor o = other.dtype() == dtype() ? other : other.to(dtype());
     const T* q = static_cast<const T*>(o.impl()->storage->data);
-    Strides so = detail::broadcast_strides(o, shape());
     const T a = static_cast<T>(alpha);
+    if (is_contiguous() && o.is_contiguous() && o.shape() == shape()) {  // gradient accumulation: one flat loop
+      T* pp = p + storage_offset();
+      const T* qq = q + o.storage_offset();
+      const int64_t n = numel();
+      if (a == T(1))
+        for (int64_t i = 0; i < n; ++i) pp[i] += qq[i];
+      else
+        for (int64_t i = 0; i < n; ++i) pp[i] += a * qq[i];
+      return;
+    }
+    Strides so = detail::broadcast_strides(o, shape());
     detail::walk<2>(shape(), {&strides(), &so}, {storage_offset(), o.storage_offset()},
                     [&](const std::array<int64_t, 2>& i) { p[i[0]] += a == T(1) ? q[i[1]] : a * q[i[1]]; });
   });

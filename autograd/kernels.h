@@ -116,6 +116,12 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out
 template <class T, class F>
 void for_each_inplace(const Tensor& t, F&& f) {
   T* p = static_cast<T*>(t.impl()->storage->data);
+  if (t.is_contiguous()) {  // the common case (optimizer state, gradients): one flat loop
+    p += t.storage_offset();
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) f(p[i]);
+    return;
+  }
   walk<1>(t.shape(), {&t.strides()}, {t.storage_offset()}, [&](const std::array<int64_t, 1>& o) { f(p[o[0]]); });
 }
 

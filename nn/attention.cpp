@@ -34,12 +34,15 @@ Tensor causal_mask(const std::string& who, const Tensor& mask, int64_t t, int64_
 // True if the t x t corner of `mask` is the causal pattern: nonzero exactly where key j > query i.
 // (A T x T check per forward, small next to the B x heads x T x T attention itself.)
 static bool is_causal_pattern(const Tensor& mask, int64_t t) {
-  const Tensor m = mask.slice(0, 0, t).slice(1, 0, t).to(kFloat64).contiguous();
-  const double* p = m.data_ptr<double>();
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = 0; j < t; ++j)
-      if ((p[i * t + j] != 0.0) != (j > i)) return false;
-  return true;
+  if (mask.size(0) < t || mask.size(1) < t) return false;
+  return dispatch_all(mask.dtype(), [&]<typename T>() {
+    const T* p = static_cast<const T*>(mask.impl()->storage->data) + mask.storage_offset();
+    const int64_t s0 = mask.stride(0), s1 = mask.stride(1);
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < t; ++j)
+        if ((p[i * s0 + j * s1] != T(0)) != (j > i)) return false;
+    return true;
+  });
 }
 
 Tensor causal_attention_weights(const std::string& who, const Tensor& scores, const Tensor& mask, int64_t context_length,
