@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "autograd/autograd.h"
+#include "nn/attention.h"
 
 using namespace ag;
 
@@ -46,6 +47,49 @@ static void BM_MaskedSoftmaxForwardBackward(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_MaskedSoftmaxForwardBackward)->Arg(5)->Arg(64)->Arg(256);
+
+// The same weights through the fused causal_softmax (same bits as the composed ops above)
+static void BM_CausalSoftmaxForwardBackward(benchmark::State& state) {
+  const int64_t t = state.range(0);
+  manual_seed(0);
+  Tensor s = rand({8, t, t}).requires_grad_();
+  for (auto _ : state) {
+    s.set_grad(Tensor());
+    sum(causal_softmax(s, 1.0)).backward();
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(8 * t * t * 4), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_CausalSoftmaxForwardBackward)->Arg(5)->Arg(64)->Arg(256);
+
+// softmax over the last dim of (rows, n), forward only
+static void BM_SoftmaxForward(benchmark::State& state) {
+  const int64_t n = state.range(0), rows = 1024;
+  manual_seed(0);
+  Tensor x = rand({rows, n});
+  for (auto _ : state) benchmark::DoNotOptimize(softmax(x, -1).data_ptr<float>());
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(rows * n * 4), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_SoftmaxForward)->Arg(64)->Arg(256);
+
+// nn::MultiHeadAttention (seed 003's fused causal attention) forward + backward on (B, T, d)
+// input, at the small and medium train_step shapes; counter: GFLOP/s of its GEMMs
+static void BM_AttentionForwardBackward(benchmark::State& state) {
+  const int64_t b = state.range(0), t = state.range(1), d = state.range(2), h = state.range(3);
+  manual_seed(0);
+  nn::MultiHeadAttention mha(d, d, t, 0.0, h);
+  Tensor x = rand({b, t, d}).requires_grad_();
+  for (auto _ : state) {
+    mha.zero_grad();
+    x.set_grad(Tensor());
+    sum(mha.forward(x)).backward();
+  }
+  // forward: 4 projections (2 b t d d each) and 2 attention products (2 b t t d each); backward twice that
+  const double flops = 3.0 * (4 * 2.0 * b * t * d * d + 2 * 2.0 * b * t * t * d);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_AttentionForwardBackward)->Args({16, 64, 128, 4})->Args({4, 256, 256, 8});
 
 // cross_entropy over (N, V) logits, forward + backward
 static void BM_CrossEntropyForwardBackward(benchmark::State& state) {
