@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <type_traits>
 #include <string>
 #include <string_view>
@@ -77,7 +78,10 @@ class BackwardFn {
   ~BackwardFn() { reset(); }
 
   explicit operator bool() const { return obj_ != nullptr; }
-  Grads operator()(const Tensor& grad_output) const { return call_(obj_, grad_output); }
+  Grads operator()(const Tensor& grad_output) const {
+    if (!obj_) throw std::logic_error("[autograd] a node's backward function is empty (released or never set)");
+    return call_(obj_, grad_output);
+  }
 
  private:
   void reset() noexcept {

@@ -55,6 +55,14 @@ struct Reaper {
 
 }  // namespace
 
+bool pool_enabled() {
+#ifdef AG_POOL_OFF
+  return false;
+#else
+  return true;
+#endif
+}
+
 void* pool_alloc(std::size_t bytes) {
 #ifndef AG_POOL_OFF
   if (pooled(bytes)) {

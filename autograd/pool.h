@@ -18,6 +18,7 @@ constexpr std::size_t kPoolMaxBlock = 4096;   // larger blocks bypass the pool
 
 void* pool_alloc(std::size_t bytes);
 void pool_free(void* p, std::size_t bytes) noexcept;
+bool pool_enabled();  // false under AddressSanitizer
 
 // For std::allocate_shared: the object and its control block in one pooled block.
 template <class T>
