@@ -147,7 +147,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     NoGradGuard no_grad;
     detail::copy_into(out, bias);
     const Tensor a = blas_readable(x) ? x : x.contiguous();
-    const Tensor wt = blas_readable(weight) ? weight.t() : weight.contiguous().t();
+    const Tensor wt0 = weight.t();  // (in, out), usually a transposed view BLAS reads with a flag
+    const Tensor wt = blas_readable(wt0) ? wt0 : wt0.contiguous();
     if (m > 0 && n > 0 && k > 0) {
       const auto la = *mat_layout(m, k, a.stride(0), a.stride(1));
       const auto lb = *mat_layout(k, n, wt.stride(0), wt.stride(1));

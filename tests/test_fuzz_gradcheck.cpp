@@ -106,7 +106,7 @@ class Builder {
     const std::string A = "t" + std::to_string(a);
     auto dim_of = [&]() { return pick(0, static_cast<int>(nd) - 1); };
     // 0-dim tensors get elementwise ops, or are unsqueezed and expanded
-    int op = nd == 0 ? (pick(0, 3) == 0 ? 14 : pick(0, 7)) : pick(0, 31);
+    int op = nd == 0 ? (pick(0, 3) == 0 ? 14 : pick(0, 7)) : pick(0, 33);
     // max has no gradient at ties, which copies and fills create: take it on the random leaves only
     if (op == 12 && a >= n_inputs_) op = 2;
     switch (op) {
@@ -269,6 +269,21 @@ class Builder {
         for (int i = 0; i < 4; ++i) ids.push_back(pick(0, static_cast<int>(sa[0]) - 1));
         Tensor idx = from_vector(ids, {2, 2});
         return {[a, idx](auto& p) { return embedding(p[a], idx); }, Size{2, 2, sa[1]}, "embedding(" + A + ", " + Size(ids).str() + ")"};
+      }
+      case 32: {  // the fused causal attention weights over the last two dims
+        if (nd < 2) return random_op(shapes);
+        return {[a](auto& p) { return causal_softmax(p[a], 1.5); }, sa, "causal_softmax(" + A + ", 1.5)"};
+      }
+      case 33: {  // linear (addmm): the pool tensor as input, or as the weight
+        if (nd != 2) return random_op(shapes);
+        const int64_t rows = sa[0], cols = sa[1];
+        if (pick(0, 1)) {
+          const int64_t n = pick(1, 3);
+          Tensor w = values(Size{n, cols}), b = values(Size{n});
+          return {[a, w, b](auto& p) { return linear(p[a], w, b); }, Size{rows, n}, "linear(" + A + ", W " + w.shape().str() + ", b)"};
+        }
+        Tensor x = values(Size{3, cols}), b = values(Size{rows});
+        return {[a, x, b](auto& p) { return linear(x, p[a], b); }, Size{3, rows}, "linear(X [3, " + std::to_string(cols) + "], " + A + ", b)"};
       }
       default: {  // gathers with repeated indices, or a cross-entropy
         const int d = dim_of();

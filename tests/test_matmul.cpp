@@ -90,6 +90,9 @@ TEST(Linear, FusedAddmmMatchesReferenceKernelPlusBiasForEveryLayout) {
     Tensor xs = values({4, 5}, dt).t();  // (5, 4) strided
     EXPECT_LT(max_diff(linear(xs, w, b), matmul_reference(xs, w.t()) + b), tol);
     EXPECT_EQ(linear(x, w).grad_fn(), nullptr);
+    // a weight whose transpose BLAS cannot read (found by the graph fuzzer): (5, 1) sliced from (5, 2)
+    Tensor ws = values({5, 2}, dt, 1.0).slice(1, 1, std::nullopt), xs1 = values({3, 1}, dt), b5 = values({5}, dt, 2.0);
+    EXPECT_LT(max_diff(linear(xs1, ws, b5), matmul_reference(xs1, ws.t()) + b5), tol);
   }
 }
 
