@@ -29,9 +29,34 @@ bool blas_readable(const Tensor& t) {
                     t.strides()[static_cast<std::size_t>(n - 1)]).has_value();
 }
 
+// A contiguous (..., m, k) tensor as the (batch * m, k) matrix it is in memory.
+Tensor fold_rows(const Tensor& t) {
+  const int64_t k = t.size(-1);
+  return detail::alias(t, Size{k ? t.numel() / k : 0, k}, Strides{k, 1}, t.storage_offset());
+}
+
+// Whether a (..., m, k) can be read as one (batch * m, k) matrix.
+bool rows_foldable(const Tensor& a) { return a.dim() > 2 && a.is_contiguous() && a.numel() > 0; }
+
+// Whether a (..., m, k) @ b (k, n) can run as one GEMM over all batch * m rows of a, as
+// PyTorch's matmul does: one large GEMM instead of one per batch index.
+bool foldable(const Tensor& a, const Tensor& b) { return b.dim() == 2 && rows_foldable(a); }
+
+Tensor bmm_kernel(const Tensor& a0, const Tensor& b0);
+
+// a (batch..., m, k) @ b (k, n) -> (batch..., m, n) as one GEMM (a must be foldable).
+Tensor folded_kernel(const Tensor& a, const Tensor& b) {
+  Tensor out2 = bmm_kernel(fold_rows(a), b);  // (batch * m, n), contiguous
+  Size shape(DimVector(a.shape().begin(), a.shape().end() - 1));
+  shape.vec().push_back(b.size(1));
+  Strides st = contiguous_strides(shape);
+  return detail::alias(out2, std::move(shape), std::move(st), 0);
+}
+
 // a (..., m, k) @ b (..., k, n) -> (batch..., m, n), batch dims broadcast; no history.
 Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
   NoGradGuard no_grad;
+  if (foldable(a0, b0)) return folded_kernel(a0, b0);
   const Tensor a = blas_readable(a0) ? a0 : a0.contiguous();
   const Tensor b = blas_readable(b0) ? b0 : b0.contiguous();
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
@@ -83,7 +108,16 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
     record(out, name, {a, b}, [ga, gb, sa, sb, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {
       Tensor da, db;
       if (ga) da = sum_to(bmm_kernel(g, transpose(sb.get(), -1, -2)), as);
-      if (gb) db = sum_to(bmm_kernel(transpose(sa.get(), -1, -2), g), bs);
+      if (gb) {
+        const Tensor av = sa.get();
+        const Tensor gc = g.contiguous();
+        // b (k, n) shared by every batch index: db = sum over batch of a^T g is one GEMM over all
+        // rows (K = batch * m), as PyTorch computes it, instead of one GEMM per batch index and a sum
+        if (bs.size() == 2 && rows_foldable(av))
+          db = bmm_kernel(transpose(fold_rows(av), 0, 1), fold_rows(gc));
+        else
+          db = sum_to(bmm_kernel(transpose(av, -1, -2), g), bs);
+      }
       return {da, db};
     });
   }
