@@ -23,10 +23,18 @@ std::optional<detail::MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t 
   return std::nullopt;
 }
 
-bool blas_readable(const Tensor& t) {
+// How BLAS reads the last two dims of t, if it can.
+std::optional<detail::MatLayout> layout_of(const Tensor& t) {
   const int64_t n = t.dim();
   return mat_layout(t.size(-2), t.size(-1), t.strides()[static_cast<std::size_t>(n - 2)],
-                    t.strides()[static_cast<std::size_t>(n - 1)]).has_value();
+                    t.strides()[static_cast<std::size_t>(n - 1)]);
+}
+
+// t itself if BLAS can read its last two dims (transposed views included), else a contiguous copy.
+Tensor blas_operand(const Tensor& t) { return layout_of(t) ? t : t.contiguous(); }
+
+void check_blas_dims(const char* op, int64_t m, int64_t n, int64_t k) {
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error(op, "matrix dims exceed BLAS's int range");
 }
 
 // A contiguous (..., m, k) tensor as the (batch * m, k) matrix it is in memory.
@@ -35,32 +43,23 @@ Tensor fold_rows(const Tensor& t) {
   return detail::alias(t, Size{k ? t.numel() / k : 0, k}, Strides{k, 1}, t.storage_offset());
 }
 
-// Whether a (..., m, k) can be read as one (batch * m, k) matrix.
+// Whether a (..., m, k) can be read as one (batch * m, k) matrix: then a (..., m, k) @ b (k, n)
+// runs as one GEMM over all batch * m rows, as PyTorch's matmul does, not one GEMM per batch index.
 bool rows_foldable(const Tensor& a) { return a.dim() > 2 && a.is_contiguous() && a.numel() > 0; }
-
-// Whether a (..., m, k) @ b (k, n) can run as one GEMM over all batch * m rows of a, as
-// PyTorch's matmul does: one large GEMM instead of one per batch index.
-bool foldable(const Tensor& a, const Tensor& b) { return b.dim() == 2 && rows_foldable(a); }
-
-Tensor bmm_kernel(const Tensor& a0, const Tensor& b0);
-
-// a (batch..., m, k) @ b (k, n) -> (batch..., m, n) as one GEMM (a must be foldable).
-Tensor folded_kernel(const Tensor& a, const Tensor& b) {
-  Tensor out2 = bmm_kernel(fold_rows(a), b);  // (batch * m, n), contiguous
-  Size shape(DimVector(a.shape().begin(), a.shape().end() - 1));
-  shape.vec().push_back(b.size(1));
-  Strides st = contiguous_strides(shape);
-  return detail::alias(out2, std::move(shape), std::move(st), 0);
-}
 
 // a (..., m, k) @ b (..., k, n) -> (batch..., m, n), batch dims broadcast; no history.
 Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
   NoGradGuard no_grad;
-  if (foldable(a0, b0)) return folded_kernel(a0, b0);
-  const Tensor a = blas_readable(a0) ? a0 : a0.contiguous();
-  const Tensor b = blas_readable(b0) ? b0 : b0.contiguous();
+  if (b0.dim() == 2 && rows_foldable(a0)) {  // (batch * m, k) @ (k, n), viewed back as (batch..., m, n)
+    Tensor out2 = bmm_kernel(fold_rows(a0), b0);
+    Size shape(DimVector(a0.shape().begin(), a0.shape().end() - 1));
+    shape.vec().push_back(b0.size(1));
+    Strides st = contiguous_strides(shape);
+    return detail::alias(out2, std::move(shape), std::move(st), 0);
+  }
+  const Tensor a = blas_operand(a0), b = blas_operand(b0);
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error("matmul", "matrix dims exceed BLAS's int range");
+  check_blas_dims("matmul", m, n, k);
   Size ba(DimVector(a.shape().begin(), a.shape().end() - 2));
   Size bb(DimVector(b.shape().begin(), b.shape().end() - 2));
   Size batch = broadcast_shapes(ba, bb, "matmul");
@@ -82,8 +81,7 @@ Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
     return st;
   };
   const Strides sa = batch_strides(a), sb = batch_strides(b), so = batch_strides(out);
-  const auto la = *mat_layout(m, k, a.stride(-2), a.stride(-1));
-  const auto lb = *mat_layout(k, n, b.stride(-2), b.stride(-1));
+  const auto la = *layout_of(a), lb = *layout_of(b);
   dispatch_float(a.dtype(), "matmul", [&]<typename T>() {
     const T* pa = static_cast<const T*>(a.impl()->storage->data);
     const T* pb = static_cast<const T*>(b.impl()->storage->data);
@@ -110,11 +108,10 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
       if (ga) da = sum_to(bmm_kernel(g, transpose(sb.get(), -1, -2)), as);
       if (gb) {
         const Tensor av = sa.get();
-        const Tensor gc = g.contiguous();
         // b (k, n) shared by every batch index: db = sum over batch of a^T g is one GEMM over all
         // rows (K = batch * m), as PyTorch computes it, instead of one GEMM per batch index and a sum
         if (bs.size() == 2 && rows_foldable(av))
-          db = bmm_kernel(transpose(fold_rows(av), 0, 1), fold_rows(gc));
+          db = bmm_kernel(transpose(fold_rows(av), 0, 1), fold_rows(g.contiguous()));
         else
           db = sum_to(bmm_kernel(transpose(av, -1, -2), g), bs);
       }
@@ -174,18 +171,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   if (!bias.defined()) return matmul(x, weight.t());
   const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error("linear", "matrix dims exceed BLAS's int range");
+  check_blas_dims("linear", m, n, k);
   // out (N, out) = bias rows, then += x (N, in) @ weight^T (in, out) in the GEMM itself (beta = 1)
   Tensor out = detail::make_tensor(Size{m, n}, x.dtype());
   {
     NoGradGuard no_grad;
     detail::copy_into(out, bias);
-    const Tensor a = blas_readable(x) ? x : x.contiguous();
-    const Tensor wt0 = weight.t();  // (in, out), usually a transposed view BLAS reads with a flag
-    const Tensor wt = blas_readable(wt0) ? wt0 : wt0.contiguous();
+    const Tensor a = blas_operand(x);
+    const Tensor wt = blas_operand(weight.t());  // usually a transposed view BLAS reads with a flag
     if (m > 0 && n > 0 && k > 0) {
-      const auto la = *mat_layout(m, k, a.stride(0), a.stride(1));
-      const auto lb = *mat_layout(k, n, wt.stride(0), wt.stride(1));
+      const auto la = *layout_of(a), lb = *layout_of(wt);
       dispatch_float(x.dtype(), "linear", [&]<typename T>() {
         detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a.data_ptr<T>(), wt.data_ptr<T>(),
                      out.data_ptr<T>(), static_cast<int>(n), T(1));

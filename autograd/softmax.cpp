@@ -133,6 +133,14 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   return out;
 }
 
+// softmax's backward over one row of length n: dr = y * (g - sum(g * y)) (dr may not alias g, y).
+template <class T>
+void softmax_backward_row(const T* gr, const T* yr, T* dr, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] * yr[j];
+  const T s = row_sum(dr, n);
+  for (int64_t j = 0; j < n; ++j) dr[j] = (gr[j] - s) * yr[j];
+}
+
 // Backward over rows of the last dim, in one pass per row (no temporaries):
 //   softmax:     dx = y * (g - sum(g * y))
 //   log_softmax: dx = g - exp(y) * sum(g)
@@ -153,9 +161,7 @@ Tensor softmax_backward_lastdim(const Tensor& g0, const Tensor& y, bool log) {
         const T s = row_sum(gr, n);
         for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] - fast_exp(yr[j]) * s;
       } else {
-        for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] * yr[j];
-        const T s = row_sum(dr, n);
-        for (int64_t j = 0; j < n; ++j) dr[j] = (gr[j] - s) * yr[j];
+        softmax_backward_row(gr, yr, dr, n);
       }
     }
   });
@@ -195,10 +201,9 @@ void causal_softmax_backward_rows(const T* g, const T* y, T* dx, int64_t rows, i
     const T* yr = y + r * n;
     T* dr = dx + r * n;
     const int64_t m = std::min(r % tq + 1, n);
-    for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] * yr[j];
-    const T s = row_sum(dr, n);
-    for (int64_t j = 0; j < m; ++j) dr[j] = ((gr[j] - s) * yr[j]) / divisor;
-    std::fill(dr + m, dr + n, T(0));
+    softmax_backward_row(gr, yr, dr, n);
+    for (int64_t j = 0; j < m; ++j) dr[j] /= divisor;  // the division's backward
+    std::fill(dr + m, dr + n, T(0));                    // masked_fill's backward
   }
 }
 
