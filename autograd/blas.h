@@ -2,6 +2,11 @@
 // given by pointer, transpose flag and leading dimension, so transposed views need no copy.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
+#include "autograd/tensor.h"
+
 namespace ag::detail {
 
 struct MatLayout {
@@ -15,5 +20,13 @@ void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const
           float beta = 0.0f);
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
           double beta = 0.0);
+
+// How BLAS reads the last two dims of t, if it can: row-major or, for a transposed view,
+// column-major, with a leading dimension (defined in matmul.cpp, as are the two below).
+std::optional<MatLayout> layout_of(const Tensor& t);
+// t itself if BLAS can read its last two dims (transposed views included), else a contiguous copy.
+Tensor blas_operand(const Tensor& t);
+// Throws a shape error naming `op` if a GEMM dimension exceeds BLAS's int range.
+void check_blas_dims(const char* op, int64_t m, int64_t n, int64_t k);
 
 }  // namespace ag::detail

@@ -131,4 +131,10 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // The error every op uses for a shape mismatch.
 [[noreturn]] void shape_error(const char* op, const std::string& what);
 
+// The kernels of causal_softmax (softmax.cpp) without history, for the fused attention ops:
+// y = softmax(masked(scores) / divisor) over the last dim (into scores' own buffer when in_place
+// and scores is contiguous), and dscores from the output gradient and y.
+Tensor causal_softmax_forward(const Tensor& scores, double divisor, bool in_place);
+Tensor causal_softmax_backward(const Tensor& grad, const Tensor& y, double divisor);
+
 }  // namespace ag::detail

@@ -11,31 +11,41 @@
 
 namespace ag {
 
+namespace detail {
+
 namespace {
 
 // How BLAS can read a (rows, cols) matrix with strides (rs, cs), if it can.
-std::optional<detail::MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+std::optional<MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   if (rows <= 1) rs = std::max<int64_t>(cols, 1);  // a single row: its row stride never matters
   if (cols <= 1) cs = 1;
   if (rs > INT_MAX || cs > INT_MAX) return std::nullopt;
-  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return detail::MatLayout{false, static_cast<int>(rs)};
-  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return detail::MatLayout{true, static_cast<int>(cs)};
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return MatLayout{false, static_cast<int>(rs)};
+  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return MatLayout{true, static_cast<int>(cs)};
   return std::nullopt;
 }
 
-// How BLAS reads the last two dims of t, if it can.
-std::optional<detail::MatLayout> layout_of(const Tensor& t) {
+}  // namespace
+
+std::optional<MatLayout> layout_of(const Tensor& t) {
   const int64_t n = t.dim();
   return mat_layout(t.size(-2), t.size(-1), t.strides()[static_cast<std::size_t>(n - 2)],
                     t.strides()[static_cast<std::size_t>(n - 1)]);
 }
 
-// t itself if BLAS can read its last two dims (transposed views included), else a contiguous copy.
 Tensor blas_operand(const Tensor& t) { return layout_of(t) ? t : t.contiguous(); }
 
 void check_blas_dims(const char* op, int64_t m, int64_t n, int64_t k) {
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) detail::shape_error(op, "matrix dims exceed BLAS's int range");
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) shape_error(op, "matrix dims exceed BLAS's int range");
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::blas_operand;
+using detail::check_blas_dims;
+using detail::layout_of;
 
 // A contiguous (..., m, k) tensor as the (batch * m, k) matrix it is in memory.
 Tensor fold_rows(const Tensor& t) {

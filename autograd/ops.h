@@ -143,6 +143,18 @@ Tensor log_softmax(const Tensor& t, int64_t dim);
 // CausalSoftmaxBackward0 (PyTorch 1.13 has no such op; its graph shows the three ops).
 Tensor causal_softmax(const Tensor& scores, double divisor = 1.0);
 
+// ---- causal attention GEMMs (attention.cpp) ----
+// The two GEMMs of causal attention computed on the blocks on or below the diagonal only (query i
+// sees keys j <= i), about half the flops; each equals its composed reference bit for bit:
+//   causal_qk_softmax(q, k, divisor) == causal_softmax(matmul(q, k.transpose(-2, -1)), divisor)
+//   causal_matmul(w, v)              == matmul(tril(w), v)
+// for q (..., Tq, E), k (..., Tk, E), w (..., Tq, Tk), v (..., Tk, E) with the same batch dims
+// (no broadcasting). grad_fn of causal_qk_softmax: CausalQKSoftmaxBackward0 (PyTorch has no such
+// op; its graph shows matmul, masked_fill, div and softmax); of causal_matmul: matmul's
+// (MmBackward0 for 2-D, UnsafeViewBackward0 batched), as it stands in for weights @ values.
+Tensor causal_qk_softmax(const Tensor& q, const Tensor& k, double divisor = 1.0);
+Tensor causal_matmul(const Tensor& w, const Tensor& v);
+
 // ---- masking and dropout (masked_fill.cpp, dropout.cpp) ----
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);  // mask broadcasts to t
 // Inverted dropout: zeroes with probability p, scales the rest by 1/(1-p); identity when not

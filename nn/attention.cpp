@@ -45,12 +45,17 @@ static bool is_causal_pattern(const Tensor& mask, int64_t t) {
   });
 }
 
-Tensor causal_attention_weights(const std::string& who, const Tensor& scores, const Tensor& mask, int64_t context_length,
-                                double divisor) {
-  const int64_t t = scores.size(-1);
-  if (t > context_length || scores.size(-2) != t || mask.dim() != 2 || !is_causal_pattern(mask, t))
-    return softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1);
-  return causal_softmax(scores, divisor);  // the same bits, about half the work
+CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout) {
+  const int64_t t = k.size(-2);
+  if (t > context_length || q.size(-2) != t || mask.dim() != 2 || !is_causal_pattern(mask, t)) {
+    Tensor scores = matmul(q, k.transpose(-2, -1));
+    Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
+    return {matmul(weights, v), weights};
+  }
+  // dropout keeps the weights' zeros above the diagonal, so causal_matmul reads them in place
+  Tensor weights = dropout.forward(causal_qk_softmax(q, k, divisor));
+  return {causal_matmul(weights, v), weights};
 }
 
 namespace {
@@ -216,11 +221,10 @@ Tensor CausalAttention::forward(const Tensor& x) {
   Tensor keys = W_K->forward(x);
   Tensor values = W_V->forward(x);
   Tensor queries = W_Q->forward(x);
-  Tensor attn_scores = matmul(queries, keys.transpose(1, 2));
-  Tensor attn_weights =
-      causal_attention_weights(type_name(), attn_scores, mask, context_length, std::pow(static_cast<double>(keys.size(-1)), 0.5));
-  attn_weights = dropout->forward(attn_weights);
-  return matmul(attn_weights, values);
+  // softmax(masked_fill(queries @ keys^T, mask, -inf) / sqrt(d), -1), dropout, @ values
+  return causal_attention(type_name(), queries, keys, values, mask, context_length,
+                          std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout)
+      .context;
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_in, int64_t d_out_, int64_t ctx, double p, int64_t heads, bool qkv_bias)
@@ -245,11 +249,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor values = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor queries = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
-  Tensor attn_scores = matmul(queries, keys.transpose(2, 3));  // (B, heads, T, T)
-  Tensor attn_weights =
-      causal_attention_weights(type_name(), attn_scores, mask, context_length, std::pow(static_cast<double>(keys.size(-1)), 0.5));
-  attn_weights = dropout->forward(attn_weights);
-  Tensor context = matmul(attn_weights, values).transpose(1, 2);  // (B, T, heads, head_dim)
+  // softmax(masked_fill(queries @ keys^T, mask, -inf) / sqrt(head_dim), -1), dropout, @ values
+  Tensor context = causal_attention(type_name(), queries, keys, values, mask, context_length,
+                                    std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout)
+                       .context.transpose(1, 2);  // (B, T, heads, head_dim)
   context = context.contiguous().view({b, t, d_out});
   return out_proj->forward(context);
 }

@@ -11,14 +11,19 @@
 
 namespace ag::nn {
 
-// The causal attention weights of the seeds' causal modules,
-//   softmax(masked_fill(scores, mask[:T, :T].bool(), -inf) / divisor, -1)
-// for scores (..., T, T) and the module's registered mask buffer. While the buffer holds
-// triu(ones, 1), as it does unless changed, this runs the fused causal_softmax (the same bits,
-// about half the work); otherwise the composed ops with the buffer as it is. Throws, naming
-// `who`, if T exceeds context_length.
-Tensor causal_attention_weights(const std::string& who, const Tensor& scores, const Tensor& mask, int64_t context_length,
-                                double divisor);
+// The attention core of the seeds' causal modules, with the module's registered mask buffer:
+//   weights = dropout(softmax(masked_fill(q @ k^T, mask[:T, :T].bool(), -inf) / divisor, -1))
+//   context = weights @ v
+// for q, k, v (..., T, E). While the buffer holds triu(ones, 1), as it does unless changed, the
+// fused ops compute the same on the blocks on or below the diagonal only (causal_qk_softmax,
+// causal_matmul: about half the GEMM and softmax work); otherwise the composed ops with the buffer
+// as it is. Throws, naming `who`, if T exceeds context_length.
+struct CausalAttentionResult {
+  Tensor context;  // (..., T, E_v)
+  Tensor weights;  // (..., T, T), after dropout
+};
+CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout);
 
 // softmax(q k^T / sqrt(d)) v over the last two dims. `attn_mask` is a bool tensor broadcast to
 // the scores where true means "may attend" (PyTorch's convention); `is_causal` masks the upper

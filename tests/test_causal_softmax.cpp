@@ -7,33 +7,18 @@
 #include <cstring>
 #include <limits>
 
-#include "nn/attention.h"
 #include "test_util.h"
 
 using namespace ag;
 
 namespace {
 
+using testutil::bit_mismatches;
+
 Tensor composed(const Tensor& scores, double divisor) {
   const int64_t tq = scores.size(-2), tk = scores.size(-1);
   Tensor mask = triu(ones({tq, tk}), 1).bool_();
   return softmax(masked_fill(scores, mask, -INFINITY) / divisor, -1);
-}
-
-// Number of elements whose bit patterns differ (NaNs compare equal to NaNs); prints the first.
-template <class T>
-int64_t bit_mismatches(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  const std::vector<T> va = a.to_vector<T>(), vb = b.to_vector<T>();
-  int64_t bad = 0;
-  for (std::size_t i = 0; i < va.size(); ++i) {
-    if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
-    if (std::memcmp(&va[i], &vb[i], sizeof(T)) != 0) {
-      if (bad == 0) ADD_FAILURE() << "first difference at element " << i << ": " << va[i] << " vs " << vb[i];
-      ++bad;
-    }
-  }
-  return bad;
 }
 
 // Forward and backward of both versions on the same scores and upstream gradient.
@@ -113,27 +98,4 @@ TEST(CausalSoftmax, RejectsScoresThatAreNotAFloatMatrix) {
     EXPECT_NE(std::string(e.what()).find("[4]"), std::string::npos) << e.what();
   }
   EXPECT_THROW(causal_softmax(zeros({2, 2}, kInt64)), std::invalid_argument);
-}
-
-TEST(CausalAttentionWeights, FusedWhileTheMaskBufferIsCausalComposedOtherwise) {
-  manual_seed(4);
-  Tensor scores = randn({2, 2, 4, 4}).requires_grad_();
-  Tensor mask = triu(ones({6, 6}), 1);
-  Tensor fused = nn::causal_attention_weights("MultiHeadAttention", scores, mask, 6, 2.0);
-  EXPECT_EQ(fused.grad_fn()->name, "CausalSoftmaxBackward0");
-  EXPECT_EQ(bit_mismatches<float>(fused, composed(scores, 2.0)), 0);
-  // a user-changed buffer: the composed ops honour it as it is
-  {
-    NoGradGuard g;
-    mask.fill_(0.0);
-  }
-  Tensor plain = nn::causal_attention_weights("MultiHeadAttention", scores, mask, 6, 2.0);
-  EXPECT_EQ(plain.grad_fn()->name, "SoftmaxBackward0");
-  EXPECT_EQ(bit_mismatches<float>(plain, softmax(scores / 2.0, -1)), 0);
-  try {
-    nn::causal_attention_weights("MultiHeadAttention", randn({7, 7}), triu(ones({6, 6}), 1), 6, 1.0);
-    FAIL() << "no exception";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "[MultiHeadAttention] sequence length 7 exceeds context_length 6");
-  }
 }

@@ -71,6 +71,12 @@ class Builder {
     return s;
   }
 
+  // s with its last dim replaced by n
+  static Size with_last(Size s, int64_t n) {
+    s[s.size() - 1] = n;
+    return s;
+  }
+
   Tensor values(const Size& s) {
     std::vector<double> v(static_cast<std::size_t>(s.numel()));
     for (double& x : v) x = uniform(-1.5, 1.5);
@@ -106,7 +112,7 @@ class Builder {
     const std::string A = "t" + std::to_string(a);
     auto dim_of = [&]() { return pick(0, static_cast<int>(nd) - 1); };
     // 0-dim tensors get elementwise ops, or are unsqueezed and expanded
-    int op = nd == 0 ? (pick(0, 3) == 0 ? 14 : pick(0, 7)) : pick(0, 33);
+    int op = nd == 0 ? (pick(0, 3) == 0 ? 14 : pick(0, 7)) : pick(0, 35);
     // max has no gradient at ties, which copies and fills create: take it on the random leaves only
     if (op == 12 && a >= n_inputs_) op = 2;
     switch (op) {
@@ -284,6 +290,28 @@ class Builder {
         }
         Tensor x = values(Size{3, cols}), b = values(Size{rows});
         return {[a, x, b](auto& p) { return linear(x, p[a], b); }, Size{3, rows}, "linear(X [3, " + std::to_string(cols) + "], " + A + ", b)"};
+      }
+      case 34: {  // causal attention scores: the pool tensor as queries and keys, or with fixed keys
+        if (nd < 2) return random_op(shapes);
+        if (pick(0, 1)) return {[a](auto& p) { return causal_qk_softmax(p[a], p[a], 1.5); }, with_last(sa, sa[nd - 2]), "causal_qk_softmax(" + A + ", " + A + ")"};
+        Size ks = sa;
+        ks[nd - 2] = pick(1, 4);
+        Tensor k = values(ks);
+        return {[a, k](auto& p) { return causal_qk_softmax(p[a], k, 1.5); }, with_last(sa, ks[nd - 2]), "causal_qk_softmax(" + A + ", K " + ks.str() + ")"};
+      }
+      case 35: {  // tril(w) @ v: the pool tensor as the weights or as the values
+        if (nd < 2) return random_op(shapes);
+        Size other = sa;
+        if (pick(0, 1)) {
+          other[nd - 2] = sa[nd - 1];
+          other[nd - 1] = pick(1, 3);
+          Tensor v = values(other);
+          return {[a, v](auto& p) { return causal_matmul(p[a], v); }, with_last(sa, other[nd - 1]), "causal_matmul(" + A + ", V " + other.str() + ")"};
+        }
+        other[nd - 1] = sa[nd - 2];
+        other[nd - 2] = pick(1, 4);
+        Tensor w = values(other);
+        return {[a, w](auto& p) { return causal_matmul(w, p[a]); }, with_last(other, sa[nd - 1]), "causal_matmul(W " + other.str() + ", " + A + ")"};
       }
       default: {  // gathers with repeated indices, or a cross-entropy
         const int d = dim_of();

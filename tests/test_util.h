@@ -3,15 +3,36 @@
 
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 
 namespace testutil {
+
+// Number of elements whose bit patterns differ (NaNs compare equal to NaNs); reports the first.
+template <class T>
+int64_t bit_mismatches(const ag::Tensor& a, const ag::Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return -1;
+  const std::vector<T> va = a.to_vector<T>(), vb = b.to_vector<T>();
+  int64_t bad = 0;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
+    if (std::memcmp(&va[i], &vb[i], sizeof(T)) != 0) {
+      if (bad == 0) ADD_FAILURE() << "first difference at element " << i << ": " << va[i] << " vs " << vb[i];
+      ++bad;
+    }
+  }
+  return bad;
+}
 
 // A leaf with x's values (and dtype) whose memory layout is not row-major: dims reversed for 2-D
 // and up, every other element of a buffer for 1-D.
@@ -31,6 +52,26 @@ inline ag::Tensor strided_leaf(const ag::Tensor& x) {
   }
   v.copy_(x);
   return v.requires_grad_();
+}
+
+// Number of elements where a and b differ by more than atol + rtol * |b|, inf and NaN having to
+// match exactly (same sign of inf, NaN where the other is NaN); reports the first.
+template <class T>
+int64_t close_mismatches(const ag::Tensor& a, const ag::Tensor& b, double rtol, double atol) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return -1;
+  const std::vector<T> va = a.to_vector<T>(), vb = b.to_vector<T>();
+  int64_t bad = 0;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    const double x = va[i], y = vb[i];
+    const bool ok = std::isfinite(x) && std::isfinite(y) ? std::abs(x - y) <= atol + rtol * std::abs(y)
+                                                         : (std::isnan(x) && std::isnan(y)) || x == y;
+    if (!ok) {
+      if (bad == 0) ADD_FAILURE() << "first difference at element " << i << ": " << x << " vs " << y;
+      ++bad;
+    }
+  }
+  return bad;
 }
 
 struct CommandResult {

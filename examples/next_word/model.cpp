@@ -27,11 +27,11 @@ std::pair<Tensor, Tensor> MultiHeadAttention::forward2(const Tensor& x) {
   Tensor q = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor k = W_key->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor v = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
-  Tensor scores = matmul(q, k.transpose(2, 3));  // (B, heads, T, T)
-  // the reference's masked_fill_(mask, -inf) and softmax(scores / sqrt(head_dim)), fused
-  Tensor weights = dropout->forward(
-      nn::causal_attention_weights("MultiHeadAttention", scores, mask, mask.size(0), std::pow(static_cast<double>(head_dim), 0.5)));
-  Tensor ctx = matmul(weights, v).transpose(1, 2).contiguous().view({b, t, d_out});
+  // the reference's q @ k^T (B, heads, T, T), masked_fill_(mask, -inf), softmax(scores /
+  // sqrt(head_dim)), dropout and @ v, fused on the causal blocks
+  auto [context, weights] =
+      nn::causal_attention("MultiHeadAttention", q, k, v, mask, mask.size(0), std::pow(static_cast<double>(head_dim), 0.5), *dropout);
+  Tensor ctx = context.transpose(1, 2).contiguous().view({b, t, d_out});
   return {out_proj->forward(ctx), weights};
 }
 

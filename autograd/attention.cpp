@@ -1,0 +1,294 @@
+// The two GEMMs of causal attention, on the blocks on or below the diagonal only. Query i sees
+// keys j <= i, so in q k^T the upper triangle is masked away and in weights @ v the upper
+// triangle of the weights is 0: about half of each GEMM is work whose result is thrown away or
+// is a sum of zeros. These ops skip it, and equal their composed references bit for bit
+// (tests/test_causal_attention.cpp):
+//   causal_qk_softmax(q, k, d) == causal_softmax(matmul(q, k^T), d)
+//   causal_matmul(w, v)        == matmul(tril(w), v)
+// Each GEMM runs per block of kBlock query rows (or, for a key gradient, key rows) over just the
+// keys (queries) that block can see. Skipping a term is exact because the term is 0 * x, unless x
+// is inf or NaN, where PyTorch's full GEMM gives NaN: so the operand whose entries would be
+// skipped is checked first, and if it is not finite the GEMM runs in full.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/blas.h"
+#include "autograd/kernels.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+using detail::MatLayout;
+
+// Query rows per GEMM. Smaller blocks skip more of the upper triangle, but make more, smaller
+// GEMM calls (OpenBLAS is slow on small ones): at T = 64 one block (no skipping) was fastest,
+// at T = 256 blocks of 64 (bench/train_step).
+constexpr int64_t kBlock = 64;
+
+// Element (i, j) of a matrix BLAS reads with layout l.
+template <class T>
+T* at(T* p, MatLayout l, int64_t i, int64_t j) {
+  return p + (l.trans ? j * l.ld + i : i * l.ld + j);
+}
+
+MatLayout transposed(MatLayout l) { return {!l.trans, l.ld}; }
+
+// The bits of a float or double, for checks that vectorize (unlike a chain of float adds).
+template <class T>
+auto bits(T x) {
+  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t> u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+// True if no entry of the (rows, cols) matrix is inf or NaN (all exponent bits set).
+template <class T>
+bool all_finite(const T* p, MatLayout l, int64_t rows, int64_t cols) {
+  const auto exponent = bits(std::numeric_limits<T>::infinity());
+  const int64_t lines = l.trans ? cols : rows, len = l.trans ? rows : cols;
+  decltype(bits(T())) bad = 0;
+  for (int64_t a = 0; a < lines; ++a) {
+    const T* line = p + a * l.ld;
+    for (int64_t b = 0; b < len; ++b) bad |= (bits(line[b]) & exponent) == exponent;
+  }
+  return bad == 0;
+}
+
+// The region rows [r0, r1) x cols [c0, c1) of tril(w) as a GEMM operand: w itself if its entries
+// above the diagonal there are all +0 (always so for weights from causal_qk_softmax), else a
+// copy into `scratch` with those entries zeroed.
+template <class T>
+const T* tril_region(const T* w, MatLayout lw, int64_t r0, int64_t r1, int64_t c0, int64_t c1, std::vector<T>& scratch,
+                     MatLayout& layout) {
+  decltype(bits(T())) nonzero = 0;  // OR of the bits of the entries above the diagonal
+  for (int64_t i = r0; i < std::min(r1, c1); ++i)
+    for (int64_t j = std::max(c0, i + 1); j < c1; ++j) nonzero |= bits(*at(w, lw, i, j));
+  if (nonzero == 0) {
+    layout = lw;
+    return at(w, lw, r0, c0);
+  }
+  const int64_t cols = c1 - c0;
+  scratch.resize(static_cast<std::size_t>((r1 - r0) * cols));
+  for (int64_t i = r0; i < r1; ++i)
+    for (int64_t j = c0; j < c1; ++j) scratch[static_cast<std::size_t>((i - r0) * cols + (j - c0))] = j > i ? T(0) : *at(w, lw, i, j);
+  layout = {false, static_cast<int>(cols)};
+  return scratch.data();
+}
+
+// Calls f(offsets, index) once per matrix, the batch being the leading dims all operands share:
+// offsets[i] is where operand i's matrix starts, index counts the matrices in row-major order
+// (a contiguous output's matrix starts at index * rows * cols).
+template <std::size_t N, class F>
+void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, F&& f) {
+  std::array<Strides, N> st;
+  std::array<const Strides*, N> sp{};
+  std::array<int64_t, N> off{};
+  for (std::size_t i = 0; i < N; ++i) {
+    st[i] = Strides(ts[i]->strides().begin(), ts[i]->strides().begin() + batch.size());
+    sp[i] = &st[i];
+    off[i] = ts[i]->storage_offset();
+  }
+  int64_t index = 0;
+  detail::walk<N>(batch, sp, off, [&](const std::array<int64_t, N>& o) { f(o, index++); });
+}
+
+template <class T>
+const T* base(const Tensor& t) {
+  return static_cast<const T*>(t.impl()->storage->data);
+}
+template <class T>
+T* base_mut(const Tensor& t) {
+  return static_cast<T*>(t.impl()->storage->data);
+}
+
+// a (..., m, k) and b (..., n, k) or (..., k, n): floating point, one dtype, the same batch dims.
+Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim, int64_t b_dim, const char* expects) {
+  const bool ok = a.dim() >= 2 && a.dim() == b.dim() && a.is_floating_point() && a.dtype() == b.dtype() &&
+                  a.size(a_dim) == b.size(b_dim) &&
+                  std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin());
+  if (!ok) {
+    detail::shape_error(op, std::string("expects ") + expects + " of one floating point dtype with the same batch dims, got " +
+                                dtype_name(a.dtype()) + " " + a.shape().str() + " and " + dtype_name(b.dtype()) + " " +
+                                b.shape().str());
+  }
+  return Size(DimVector(a.shape().begin(), a.shape().end() - 2));
+}
+
+Size with_matrix(Size batch, int64_t rows, int64_t cols) {
+  batch.vec().push_back(rows);
+  batch.vec().push_back(cols);
+  return batch;
+}
+
+// A new (batch..., rows, cols) tensor for a GEMM output: rows [written, rows) zeroed, the rows
+// before left for the GEMMs to write (all zeros if written is 0).
+Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype) {
+  if (written <= 0) return zeros(with_matrix(batch, rows, cols).vec(), dtype);
+  Tensor t = detail::make_tensor(with_matrix(batch, rows, cols), dtype);
+  if (written < rows) {
+    NoGradGuard no_grad;
+    t.narrow(-2, written, rows - written).fill_(0.0);
+  }
+  return t;
+}
+
+// dq (..., tq, e) = ds @ k and dk (..., tk, e) = ds^T @ q, ds being 0 above the diagonal.
+Grads qk_backward(const Tensor& ds, const Tensor& q, const Tensor& k, bool gq, bool gk, const Size& batch) {
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
+  const bool work = ds.numel() > 0 && e > 0;  // else the gradients are all 0
+  // every row of dq is written; dk's rows from tq on are keys no query sees
+  Tensor dq = gq ? gemm_output(batch, tq, e, work ? tq : 0, q.dtype()) : Tensor();
+  Tensor dk = gk ? gemm_output(batch, tk, e, work ? std::min(tq, tk) : 0, q.dtype()) : Tensor();
+  if (!work) return {dq, dk};
+  dispatch_float(q.dtype(), "causal_qk_softmax_backward", [&]<typename T>() {
+    const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k), lds{false, static_cast<int>(tk)};
+    for_each_matrix<3>(batch, {&ds, &q, &k}, [&](const std::array<int64_t, 3>& o, int64_t index) {
+      const T* pds = base<T>(ds) + o[0];
+      const T* pq = base<T>(q) + o[1];
+      const T* pk = base<T>(k) + o[2];
+      if (gq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
+        const bool skip = all_finite(pk, lk, tk, e);
+        const int64_t bs = skip ? kBlock : tq;
+        for (int64_t r0 = 0; r0 < tq; r0 += bs) {
+          const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
+          detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
+                       base_mut<T>(dq) + (index * tq + r0) * e, static_cast<int>(e));
+        }
+      }
+      if (gk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
+        const bool skip = all_finite(pq, lq, tq, e);
+        const int64_t bs = skip ? kBlock : tk;
+        for (int64_t c0 = 0; c0 < tk; c0 += bs) {
+          const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
+          if (first == tq) break;  // keys no query sees: their gradient stays 0
+          detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
+                       pds + first * tk + c0, at(pq, lq, first, 0), base_mut<T>(dk) + (index * tk + c0) * e, static_cast<int>(e));
+        }
+      }
+    });
+  });
+  return {dq, dk};
+}
+
+}  // namespace
+
+Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, double divisor) {
+  const Size batch = check_pair("causal_qk_softmax", q0, k0, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
+  const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0);
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
+  detail::check_blas_dims("causal_qk_softmax", tq, tk, e);
+  Tensor y = e == 0 ? zeros(with_matrix(batch, tq, tk).vec(), q.dtype()) : detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
+  {
+    NoGradGuard no_grad;
+    if (y.numel() > 0 && e > 0) {
+      dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
+        const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
+        // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
+        for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+          for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
+            const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+            detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e),
+                         at(base<T>(q) + o[0], lq, r0, 0), base<T>(k) + o[1], base_mut<T>(y) + (index * tq + r0) * tk,
+                         static_cast<int>(tk));
+          }
+        });
+      });
+    }
+    if (y.numel() > 0) detail::causal_softmax_forward(y, divisor, /*in_place=*/true);
+  }
+  if (needs_grad(q0, k0)) {
+    const bool gq = q0.requires_grad(), gk = k0.requires_grad();
+    record(y, "CausalQKSoftmaxBackward0", {q0, k0},
+           [sy = SavedTensor(y), sq = SavedTensor(q0), sk = SavedTensor(k0), gq, gk, batch, divisor](const Tensor& g) -> Grads {
+             const Tensor ds = detail::causal_softmax_backward(g, sy.get(), divisor);
+             return qk_backward(ds, detail::blas_operand(sq.get()), detail::blas_operand(sk.get()), gq, gk, batch);
+           });
+  }
+  return y;
+}
+
+Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
+  const Size batch = check_pair("causal_matmul", w0, v0, -1, -2, "weights (..., Tq, Tk) and values (..., Tk, E)");
+  const Tensor w = detail::blas_operand(w0), v = detail::blas_operand(v0);
+  const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
+  detail::check_blas_dims("causal_matmul", tq, e, tk);
+  Tensor out = gemm_output(batch, tq, e, tk > 0 ? tq : 0, w.dtype());
+  if (out.numel() > 0 && tk > 0) {
+    NoGradGuard no_grad;
+    dispatch_float(w.dtype(), "causal_matmul", [&]<typename T>() {
+      const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
+      std::vector<T> scratch;
+      for_each_matrix<2>(batch, {&w, &v}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+        const T* pw = base<T>(w) + o[0];
+        const T* pv = base<T>(v) + o[1];
+        // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
+        const bool skip = all_finite(pv, lv, tk, e);
+        const int64_t bs = skip ? kBlock : tq;
+        for (int64_t r0 = 0; r0 < tq; r0 += bs) {
+          const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
+          MatLayout la{};
+          const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
+          detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv,
+                       base_mut<T>(out) + (index * tq + r0) * e, static_cast<int>(e));
+        }
+      });
+    });
+  }
+  if (needs_grad(w0, v0)) {
+    const bool gw = w0.requires_grad(), gv = v0.requires_grad();
+    // named as PyTorch names weights @ values, which it replaces (printed modules show it)
+    record(out, w0.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0", {w0, v0},
+           [sw = SavedTensor(w0), sv = SavedTensor(v0), gw, gv, batch](const Tensor& g0) -> Grads {
+             const Tensor g = detail::blas_operand(g0), w = detail::blas_operand(sw.get()), v = detail::blas_operand(sv.get());
+             const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
+             // dw's entries are each written once below (GEMM or zero), unless there is no GEMM
+             Tensor dw = !gw ? Tensor()
+                         : e == 0 || tq == 0 ? zeros(with_matrix(batch, tq, tk).vec(), g.dtype())
+                                             : detail::make_tensor(with_matrix(batch, tq, tk), g.dtype());
+             Tensor dv = gv ? gemm_output(batch, tk, e, std::min(tq, tk), g.dtype()) : Tensor();  // rows from tq on: values no query sees
+             if (g.numel() == 0 || tk == 0) return {dw, dv};
+             dispatch_float(g.dtype(), "causal_matmul_backward", [&]<typename T>() {
+               const MatLayout lg = *detail::layout_of(g), lw = *detail::layout_of(w), lv = *detail::layout_of(v);
+               std::vector<T> scratch;
+               for_each_matrix<3>(batch, {&g, &w, &v}, [&](const std::array<int64_t, 3>& o, int64_t index) {
+                 const T* pg = base<T>(g) + o[0];
+                 const T* pw = base<T>(w) + o[1];
+                 if (gw) {  // dw = tril(g @ v^T): row block [r0, r0 + rows) over j < r0 + rows, and 0 above the
+                            // diagonal (tril's backward)
+                   T* pdw = base_mut<T>(dw) + index * tq * tk;
+                   for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
+                     const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+                     detail::gemm(lg, transposed(lv), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e),
+                                  at(pg, lg, r0, 0), base<T>(v) + o[2], pdw + r0 * tk, static_cast<int>(tk));
+                     for (int64_t i = r0; i < r0 + rows; ++i) std::fill(pdw + i * tk + std::min(i + 1, tk), pdw + (i + 1) * tk, T(0));
+                   }
+                 }
+                 if (gv) {  // dv = tril(w)^T @ g: key block [c0, c0 + n) from queries i >= c0 only
+                   const bool skip = all_finite(pg, lg, tq, e);
+                   const int64_t bs = skip ? kBlock : tk;
+                   for (int64_t c0 = 0; c0 < tk; c0 += bs) {
+                     const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
+                     if (first == tq) break;  // values no query sees: their gradient stays 0
+                     MatLayout la{};
+                     const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
+                     detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
+                                  at(pg, lg, first, 0), base_mut<T>(dv) + (index * tk + c0) * e, static_cast<int>(e));
+                   }
+                 }
+               });
+             });
+             return {dw, dv};
+           });
+  }
+  return out;
+}
+
+}  // namespace ag

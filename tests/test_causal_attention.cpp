@@ -1,0 +1,233 @@
+// causal_qk_softmax and causal_matmul, the block-skipping GEMMs of causal attention, against
+// their composed references:
+//   causal_qk_softmax(q, k, d) == causal_softmax(matmul(q, k^T), d)
+//   causal_matmul(w, v)        == matmul(tril(w), v)
+// Forward values and both gradients must agree to rounding (the GEMMs have other shapes, and
+// OpenBLAS's result bits depend on the shape), with the exact zeros and the same inf/NaN, for
+// sequence lengths below, at and across the kernel's block size (64), rectangular, strided and
+// with inf/NaN where a skipped term would otherwise have hidden them; and both backwards must
+// pass gradcheck on their own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "nn/attention.h"
+#include "test_util.h"
+
+using namespace ag;
+using testutil::bit_mismatches;
+
+namespace {
+
+// Rounding-level agreement: a wrong block, a missed row or a skipped nonzero term is off by far more.
+template <class T>
+int64_t mismatches(const Tensor& a, const Tensor& b) {
+  return std::is_same_v<T, float> ? testutil::close_mismatches<T>(a, b, 1e-4, 1e-5)
+                                  : testutil::close_mismatches<T>(a, b, 1e-11, 1e-12);
+}
+
+// (B, heads, T, E) as the attention modules make them: a transposed view of (B, T, heads, E).
+Tensor heads_view(int64_t b, int64_t t, int64_t h, int64_t e, DType dt) { return randn({b, t, h, e}, dt).transpose(1, 2); }
+
+Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(); }
+
+// Both versions of the scores softmax on the same q, k and upstream gradient.
+template <class T>
+void expect_qk_match(const Tensor& q0, const Tensor& k0, double divisor) {
+  const Tensor upstream = randn({q0.size(0), q0.size(1), q0.size(2), k0.size(2)}, q0.dtype());
+  Tensor q1 = leaf(q0), k1 = leaf(k0), q2 = leaf(q0), k2 = leaf(k0);
+  Tensor y1 = causal_qk_softmax(q1, k1, divisor);
+  Tensor y2 = causal_softmax(matmul(q2, k2.transpose(-2, -1)), divisor);
+  const std::string where = "q " + q0.shape().str() + ", k " + k0.shape().str();
+  EXPECT_EQ(y1.grad_fn()->name, "CausalQKSoftmaxBackward0");
+  EXPECT_EQ(mismatches<T>(y1, y2), 0) << "forward, " << where;
+  if (!std::isnan(y2.sum().item()))  // (a NaN score makes its whole row NaN, as in softmax)
+    EXPECT_EQ(bit_mismatches<T>(y1, tril(y1)), 0) << "weights above the diagonal, " << where;
+  (y1 * upstream).sum().backward();
+  (y2 * upstream).sum().backward();
+  EXPECT_EQ(mismatches<T>(q1.grad(), q2.grad()), 0) << "dq, " << where;
+  EXPECT_EQ(mismatches<T>(k1.grad(), k2.grad()), 0) << "dk, " << where;
+}
+
+// Both versions of weights @ values on the same w, v and upstream gradient.
+template <class T>
+void expect_wv_match(const Tensor& w0, const Tensor& v0, const Tensor& upstream) {
+  Tensor w1 = leaf(w0), v1 = leaf(v0), w2 = leaf(w0), v2 = leaf(v0);
+  Tensor y1 = causal_matmul(w1, v1);
+  Tensor y2 = matmul(tril(w2), v2);
+  const std::string where = "w " + w0.shape().str() + ", v " + v0.shape().str();
+  EXPECT_EQ(y1.grad_fn()->name, "UnsafeViewBackward0");  // what PyTorch shows for weights @ values
+  EXPECT_EQ(mismatches<T>(y1, y2), 0) << "forward, " << where;
+  (y1 * upstream).sum().backward();
+  (y2 * upstream).sum().backward();
+  EXPECT_EQ(mismatches<T>(w1.grad(), w2.grad()), 0) << "dw, " << where;
+  EXPECT_EQ(bit_mismatches<T>(w1.grad(), tril(w1.grad())), 0) << "dw above the diagonal, " << where;
+  EXPECT_EQ(mismatches<T>(v1.grad(), v2.grad()), 0) << "dv, " << where;
+}
+
+template <class T>
+void expect_wv_match(const Tensor& w0, const Tensor& v0) {
+  DimVector shape(w0.shape().begin(), w0.shape().end() - 1);
+  shape.push_back(v0.size(-1));
+  expect_wv_match<T>(w0, v0, randn(shape, w0.dtype()));
+}
+
+}  // namespace
+
+TEST(CausalQKSoftmax, MatchesTheComposedOpsAcrossBlockSizes) {
+  manual_seed(0);
+  // below, at, across and several blocks of 32 query rows; E of 1, 8 and 32
+  for (int64_t t : {1, 5, 31, 64, 65, 100, 130}) {
+    for (int64_t e : {1, 8, 32}) {
+      expect_qk_match<float>(heads_view(2, t, 2, e, kFloat32), heads_view(2, t, 2, e, kFloat32), std::sqrt(double(e)));
+    }
+    expect_qk_match<double>(heads_view(1, t, 3, 16, kFloat64), heads_view(1, t, 3, 16, kFloat64), 4.0);
+  }
+}
+
+TEST(CausalQKSoftmax, MatchesWithMoreQueriesOrMoreKeysAndContiguousInputs) {
+  manual_seed(1);
+  expect_qk_match<float>(heads_view(2, 40, 2, 8, kFloat32), heads_view(2, 70, 2, 8, kFloat32), 3.0);   // Tq < Tk
+  expect_qk_match<float>(heads_view(2, 70, 2, 8, kFloat32), heads_view(2, 40, 2, 8, kFloat32), 3.0);   // Tq > Tk
+  expect_qk_match<float>(randn({1, 2, 45, 16}), randn({1, 2, 45, 16}), 2.0);                          // contiguous
+  expect_qk_match<float>(randn({1, 2, 16, 45}).transpose(2, 3), randn({1, 2, 45, 16}), 2.0);          // q column-major
+}
+
+TEST(CausalQKSoftmax, NonFiniteQueriesAndKeysGiveTheComposedNaNs) {
+  // an inf key is seen by the queries after it only; in the backward, dq's skipped terms multiply
+  // the keys and dk's the queries, so a non-finite one must turn the GEMM back to full
+  manual_seed(2);
+  Tensor q = heads_view(1, 70, 2, 8, kFloat32).contiguous(), k = heads_view(1, 70, 2, 8, kFloat32).contiguous();
+  k.data_ptr<float>()[(0 * 70 + 50) * 8 + 3] = INFINITY;
+  q.data_ptr<float>()[(1 * 70 + 3) * 8 + 1] = -INFINITY;
+  q.data_ptr<float>()[(1 * 70 + 60) * 8 + 2] = std::numeric_limits<float>::quiet_NaN();
+  expect_qk_match<float>(q, k, 2.0);
+}
+
+TEST(CausalMatmul, MatchesMatmulOfTrilAcrossBlockSizes) {
+  manual_seed(3);
+  for (int64_t t : {1, 5, 31, 64, 65, 100, 130}) {
+    // attention weights (exactly 0 above the diagonal: read in place) and dense weights (the
+    // op must ignore what is above the diagonal: a masked copy)
+    Tensor att = causal_softmax(randn({2, 2, t, t}), 1.0);
+    expect_wv_match<float>(att, heads_view(2, t, 2, 16, kFloat32));
+    expect_wv_match<float>(randn({2, 2, t, t}), heads_view(2, t, 2, 16, kFloat32));
+    expect_wv_match<double>(randn({1, 3, t, t}, kFloat64), heads_view(1, t, 3, 8, kFloat64));
+  }
+}
+
+TEST(CausalMatmul, MatchesWhenRectangularOrStrided) {
+  manual_seed(4);
+  expect_wv_match<float>(randn({1, 2, 40, 70}), randn({1, 2, 70, 8}));                 // more keys than queries
+  expect_wv_match<float>(randn({1, 2, 70, 40}), randn({1, 2, 40, 8}));                 // more queries than keys
+  expect_wv_match<float>(randn({1, 2, 50, 50}).transpose(2, 3), randn({1, 2, 50, 8}));  // w column-major
+  expect_wv_match<float>(randn({3, 37, 37}).slice(0, 0, 3, 2), randn({2, 37, 5}));     // a batch stride of 2
+}
+
+TEST(CausalMatmul, NonFiniteValuesAndGradientsGiveTheComposedNaNs) {
+  // 0 * inf is NaN in matmul(tril(w), v): a skipped term with an inf value, or with an inf
+  // upstream gradient in dv, must not be skipped
+  manual_seed(5);
+  Tensor w = causal_softmax(randn({1, 2, 70, 70}), 1.0);
+  Tensor v = randn({1, 2, 70, 8});
+  v.data_ptr<float>()[(1 * 70 + 65) * 8 + 4] = INFINITY;
+  expect_wv_match<float>(w, v);
+  Tensor upstream = randn({1, 2, 70, 8});
+  upstream.data_ptr<float>()[(0 * 70 + 2) * 8 + 0] = std::numeric_limits<float>::quiet_NaN();
+  expect_wv_match<float>(w, randn({1, 2, 70, 8}), upstream);
+}
+
+TEST(CausalAttentionGrad, BothOpsMatchFiniteDifferences) {
+  manual_seed(6);
+  // 35 rows: two blocks, the second partial; the second case has more keys than queries
+  Tensor q = randn({1, 35, 3}, kFloat64).requires_grad_(), k = randn({1, 35, 3}, kFloat64).requires_grad_();
+  auto qk = [](const std::vector<Tensor>& in) { return causal_qk_softmax(in[0], in[1], 1.3) * in[0].sum(); };
+  EXPECT_NO_THROW(gradcheck(qk, {q, k}));
+  Tensor q2 = randn({2, 6, 2}, kFloat64).requires_grad_(), k2 = randn({2, 9, 2}, kFloat64).requires_grad_();
+  EXPECT_NO_THROW(gradcheck(qk, {q2, k2}));
+  Tensor w = randn({1, 35, 35}, kFloat64).requires_grad_(), v = randn({1, 35, 2}, kFloat64).requires_grad_();
+  auto wv = [](const std::vector<Tensor>& in) { return causal_matmul(in[0], in[1]); };
+  EXPECT_NO_THROW(gradcheck(wv, {w, v}));
+  EXPECT_NO_THROW(gradcheck(wv, {testutil::strided_leaf(w.detach()), testutil::strided_leaf(v.detach())}));
+}
+
+TEST(CausalAttention, OneInputWithoutGradAndEmptyShapes) {
+  manual_seed(7);
+  Tensor q = randn({2, 40, 4}).requires_grad_(), k = randn({2, 40, 4});
+  causal_qk_softmax(q, k).sum().backward();
+  EXPECT_TRUE(q.grad().defined());
+  EXPECT_FALSE(k.grad().defined());
+  Tensor w = randn({2, 40, 40}), v = randn({2, 40, 4}).requires_grad_();
+  causal_matmul(w, v).sum().backward();
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_EQ(mismatches<float>(v.grad(), matmul(tril(w).transpose(1, 2), ones({2, 40, 4}))), 0);
+  // no queries, no keys, no features: the composed ops' shapes and values
+  EXPECT_EQ(causal_qk_softmax(randn({2, 0, 4}), randn({2, 3, 4})).shape(), Size({2, 0, 3}));
+  EXPECT_EQ(causal_qk_softmax(randn({2, 3, 4}), randn({2, 0, 4})).shape(), Size({2, 3, 0}));
+  EXPECT_EQ(bit_mismatches<float>(causal_qk_softmax(randn({2, 3, 0}), randn({2, 3, 0})), causal_softmax(zeros({2, 3, 3}))), 0);
+  EXPECT_EQ(bit_mismatches<float>(causal_matmul(randn({2, 3, 0}), randn({2, 0, 4})), zeros({2, 3, 4})), 0);
+  EXPECT_EQ(causal_matmul(randn({2, 3, 3}), randn({2, 3, 0})).shape(), Size({2, 3, 0}));
+}
+
+TEST(CausalAttention, RejectsMismatchedShapesAndDtypes) {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  EXPECT_EQ(message([] { causal_qk_softmax(randn({2, 5, 4}), randn({2, 5, 3})); }),
+            "[causal_qk_softmax] expects queries (..., Tq, E) and keys (..., Tk, E) of one floating point dtype with the same "
+            "batch dims, got torch.float32 [2, 5, 4] and torch.float32 [2, 5, 3]");
+  EXPECT_EQ(message([] { causal_matmul(randn({3, 5, 5}), randn({2, 5, 4})); }),
+            "[causal_matmul] expects weights (..., Tq, Tk) and values (..., Tk, E) of one floating point dtype with the same "
+            "batch dims, got torch.float32 [3, 5, 5] and torch.float32 [2, 5, 4]");
+  EXPECT_NE(message([] { causal_matmul(randn({5, 5}), randn({4, 4})); }).find("[causal_matmul]"), std::string::npos);
+  EXPECT_NE(message([] { causal_qk_softmax(randn({5}), randn({5})); }).find("[causal_qk_softmax]"), std::string::npos);
+  EXPECT_NE(message([] { causal_qk_softmax(randn({5, 2}), randn({5, 2}, kFloat64)); }).find("float64"), std::string::npos);
+  EXPECT_NE(message([] { causal_matmul(zeros({5, 5}, kInt64), zeros({5, 2}, kInt64)); }).find("int64"), std::string::npos);
+}
+
+TEST(NnCausalAttention, FusedWhileTheMaskBufferIsCausalComposedOtherwise) {
+  manual_seed(8);
+  Tensor q = leaf(heads_view(2, 40, 2, 8, kFloat32)), k = leaf(heads_view(2, 40, 2, 8, kFloat32)),
+         v = leaf(heads_view(2, 40, 2, 8, kFloat32));
+  Tensor mask = triu(ones({48, 48}), 1);
+  nn::Dropout dropout(0.0);
+  auto fused = nn::causal_attention("MultiHeadAttention", q, k, v, mask, 48, 2.0, dropout);
+  EXPECT_EQ(fused.weights.grad_fn()->name, "CausalQKSoftmaxBackward0");
+  Tensor weights = softmax(masked_fill(matmul(q, k.transpose(2, 3)), triu(ones({40, 40}), 1).bool_(), -INFINITY) / 2.0, -1);
+  EXPECT_EQ(mismatches<float>(fused.weights, weights), 0);
+  EXPECT_EQ(mismatches<float>(fused.context, matmul(weights, v)), 0);
+  // a user-changed buffer: the composed ops honour it as it is
+  {
+    NoGradGuard g;
+    mask.fill_(0.0);
+  }
+  auto plain = nn::causal_attention("MultiHeadAttention", q, k, v, mask, 48, 2.0, dropout);
+  EXPECT_EQ(plain.weights.grad_fn()->name, "SoftmaxBackward0");
+  EXPECT_EQ(bit_mismatches<float>(plain.weights, softmax(matmul(q, k.transpose(2, 3)) / 2.0, -1)), 0);
+  EXPECT_EQ(plain.context.grad_fn()->name, "UnsafeViewBackward0");
+  try {
+    nn::causal_attention("MultiHeadAttention", randn({7, 4}), randn({7, 4}), randn({7, 4}), triu(ones({6, 6}), 1), 6, 1.0, dropout);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[MultiHeadAttention] sequence length 7 exceeds context_length 6");
+  }
+}
+
+TEST(NnCausalAttention, DropoutBetweenTheFusedOpsDrawsAsTheComposedOps) {
+  // the same generator state gives the same dropout mask, so weights and context match
+  Tensor q = randn({1, 2, 33, 4}), k = randn({1, 2, 33, 4}), v = randn({1, 2, 33, 4});
+  nn::Dropout dropout(0.3);
+  manual_seed(9);
+  auto fused = nn::causal_attention("CausalAttention", q, k, v, triu(ones({33, 33}), 1), 33, 2.0, dropout);
+  manual_seed(9);
+  Tensor weights = dropout.forward(causal_softmax(matmul(q, k.transpose(2, 3)), 2.0));
+  EXPECT_EQ(mismatches<float>(fused.weights, weights), 0);
+  EXPECT_EQ(mismatches<float>(fused.context, matmul(weights, v)), 0);
+}
