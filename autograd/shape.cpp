@@ -5,12 +5,6 @@
 
 namespace ag {
 
-int64_t Size::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
-}
-
 std::string Size::str() const {
   std::ostringstream os;
   os << '[';
@@ -31,14 +25,9 @@ Strides contiguous_strides(const Size& shape) {
   return st;
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Size& shape) {
-  int64_t n = std::max<int64_t>(ndim, 1);
-  if (dim < -n || dim >= n) {
-    throw std::out_of_range(std::string("[") + op + "] dim " + std::to_string(dim) +
-                            " out of range for a tensor of shape " + shape.str() + " (expected in [" +
-                            std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
-  }
-  return dim < 0 ? dim + n : dim;
+void dim_out_of_range(int64_t dim, int64_t n, const char* op, const Size& shape) {
+  throw std::out_of_range(std::string("[") + op + "] dim " + std::to_string(dim) + " out of range for a tensor of shape " +
+                          shape.str() + " (expected in [" + std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
 }
 
 Size broadcast_shapes(const Size& a, const Size& b, const char* op) {

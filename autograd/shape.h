@@ -31,7 +31,11 @@ class Size {
   bool operator==(const Size& o) const { return dims_ == o.dims_; }
   bool operator!=(const Size& o) const { return dims_ != o.dims_; }
 
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : dims_) n *= d;
+    return n;
+  }
   std::string str() const;  // "[6, 3]", the form used in error messages
 
  private:
@@ -45,7 +49,12 @@ Strides contiguous_strides(const Size& shape);
 
 // Wraps a possibly negative dim into [0, ndim); throws "[op] dim d out of range for a tensor of
 // shape [...]" otherwise. ndim 0 tensors accept dims -1 and 0, as in PyTorch.
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Size& shape);
+[[noreturn]] void dim_out_of_range(int64_t dim, int64_t ndim, const char* op, const Size& shape);
+inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Size& shape) {
+  const int64_t n = ndim > 1 ? ndim : 1;
+  if (dim < -n || dim >= n) dim_out_of_range(dim, n, op, shape);
+  return dim < 0 ? dim + n : dim;
+}
 
 // Broadcast result of two shapes (numpy rules); throws naming op and both shapes.
 Size broadcast_shapes(const Size& a, const Size& b, const char* op);

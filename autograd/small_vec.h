@@ -56,9 +56,10 @@ class SmallVec {
     heap_.push_back(std::move(v));
     ++size_;
   }
-  // Releases every element (inline ones are reset to T()).
+  // Releases every element (the inline ones in use are reset to T(); once spilled, all of them).
   void clear() {
-    for (T& x : inline_) x = T();
+    const std::size_t used = size_ < N ? size_ : N;
+    for (std::size_t i = 0; i < used; ++i) inline_[i] = T();
     heap_.clear();
     size_ = 0;
   }

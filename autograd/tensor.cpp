@@ -61,10 +61,6 @@ void shape_error(const char* op, const std::string& what) {
 
 }  // namespace detail
 
-int64_t Tensor::size(int64_t d) const { return impl_->shape[wrap_dim(d, dim(), "size", shape())]; }
-int64_t Tensor::stride(int64_t d) const {
-  return impl_->strides[static_cast<std::size_t>(wrap_dim(d, dim(), "stride", shape()))];
-}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;

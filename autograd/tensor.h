@@ -70,11 +70,13 @@ class Tensor {
   // ---- layout ----
   const Size& shape() const { return impl_->shape; }
   const Size& sizes() const { return impl_->shape; }
-  int64_t size(int64_t dim) const;
+  int64_t size(int64_t d) const { return impl_->shape[wrap_dim(d, dim(), "size", impl_->shape)]; }
   int64_t dim() const { return impl_->shape.size(); }
   int64_t numel() const { return impl_->shape.numel(); }
   const Strides& strides() const { return impl_->strides; }
-  int64_t stride(int64_t dim) const;
+  int64_t stride(int64_t d) const {
+    return impl_->strides[static_cast<std::size_t>(wrap_dim(d, dim(), "stride", impl_->shape))];
+  }
   int64_t storage_offset() const { return impl_->offset; }
   DType dtype() const { return impl_->dtype; }
   bool is_floating_point() const { return is_floating(impl_->dtype); }
