@@ -41,6 +41,12 @@ T* at(T* p, MatLayout l, int64_t i, int64_t j) {
 
 MatLayout transposed(MatLayout l) { return {!l.trans, l.ld}; }
 
+// Whether some block of kBlock query rows sees fewer than all tk keys (so its GEMM skips terms),
+// and whether some block of kBlock key rows starts past query 0. If not, the blocked GEMMs are
+// the full ones and there is nothing to check.
+bool rows_skip_keys(int64_t tq, int64_t tk) { return tk > std::min(tq, kBlock); }
+bool key_blocks_skip_queries(int64_t tk) { return tk > kBlock; }
+
 // The bits of a float or double, for checks that vectorize (unlike a chain of float adds).
 template <class T>
 auto bits(T x) {
@@ -140,22 +146,28 @@ Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t writte
   return t;
 }
 
-// dq (..., tq, e) = ds @ k and dk (..., tk, e) = ds^T @ q, ds being 0 above the diagonal.
-Grads qk_backward(const Tensor& ds, const Tensor& q, const Tensor& k, bool gq, bool gk, const Size& batch) {
+// The backward of causal_qk_softmax, one matrix at a time: ds = the softmax's backward from the
+// weights' gradient g and the weights y (0 above the diagonal), into a scratch matrix that stays in
+// cache for dq (..., tq, e) = ds @ k and dk (..., tk, e) = ds^T @ q.
+Grads qk_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, bool gq, bool gk, const Size& batch,
+                  double divisor) {
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
-  const bool work = ds.numel() > 0 && e > 0;  // else the gradients are all 0
+  const bool work = y.numel() > 0 && e > 0;  // else the gradients are all 0
   // every row of dq is written; dk's rows from tq on are keys no query sees
   Tensor dq = gq ? gemm_output(batch, tq, e, work ? tq : 0, q.dtype()) : Tensor();
   Tensor dk = gk ? gemm_output(batch, tk, e, work ? std::min(tq, tk) : 0, q.dtype()) : Tensor();
   if (!work) return {dq, dk};
   dispatch_float(q.dtype(), "causal_qk_softmax_backward", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k), lds{false, static_cast<int>(tk)};
-    for_each_matrix<3>(batch, {&ds, &q, &k}, [&](const std::array<int64_t, 3>& o, int64_t index) {
-      const T* pds = base<T>(ds) + o[0];
-      const T* pq = base<T>(q) + o[1];
-      const T* pk = base<T>(k) + o[2];
+    std::vector<T> scratch(static_cast<std::size_t>(tq * tk));
+    T* pds = scratch.data();
+    for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+      const int64_t m = index * tq * tk;
+      detail::causal_softmax_backward_rows(g.data_ptr<T>() + m, y.data_ptr<T>() + m, pds, tq, tq, tk, static_cast<T>(divisor));
+      const T* pq = base<T>(q) + o[0];
+      const T* pk = base<T>(k) + o[1];
       if (gq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
-        const bool skip = all_finite(pk, lk, tk, e);
+        const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
         const int64_t bs = skip ? kBlock : tq;
         for (int64_t r0 = 0; r0 < tq; r0 += bs) {
           const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
@@ -164,7 +176,7 @@ Grads qk_backward(const Tensor& ds, const Tensor& q, const Tensor& k, bool gq, b
         }
       }
       if (gk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
-        const bool skip = all_finite(pq, lq, tq, e);
+        const bool skip = !key_blocks_skip_queries(tk) || all_finite(pq, lq, tq, e);
         const int64_t bs = skip ? kBlock : tk;
         for (int64_t c0 = 0; c0 < tk; c0 += bs) {
           const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
@@ -185,31 +197,31 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, double divisor) {
   const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
   detail::check_blas_dims("causal_qk_softmax", tq, tk, e);
-  Tensor y = e == 0 ? zeros(with_matrix(batch, tq, tk).vec(), q.dtype()) : detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
-  {
+  Tensor y = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
+  if (y.numel() > 0) {
     NoGradGuard no_grad;
-    if (y.numel() > 0 && e > 0) {
-      dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
-        const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
+    dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
+      const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
+      for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+        T* ps = y.data_ptr<T>() + index * tq * tk;
         // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
-        for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
-          for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
-            const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
-            detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e),
-                         at(base<T>(q) + o[0], lq, r0, 0), base<T>(k) + o[1], base_mut<T>(y) + (index * tq + r0) * tk,
-                         static_cast<int>(tk));
-          }
-        });
+        if (e == 0) std::fill(ps, ps + tq * tk, T(0));
+        for (int64_t r0 = 0; r0 < tq && e > 0; r0 += kBlock) {
+          const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+          detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(q) + o[0], lq, r0, 0),
+                       base<T>(k) + o[1], ps + r0 * tk, static_cast<int>(tk));
+        }
+        // the softmax in place, while this matrix's scores are still in cache
+        detail::causal_softmax_rows(ps, ps, tq, tq, tk, static_cast<T>(divisor));
       });
-    }
-    if (y.numel() > 0) detail::causal_softmax_forward(y, divisor, /*in_place=*/true);
+    });
   }
   if (needs_grad(q0, k0)) {
     const bool gq = q0.requires_grad(), gk = k0.requires_grad();
     record(y, "CausalQKSoftmaxBackward0", {q0, k0},
            [sy = SavedTensor(y), sq = SavedTensor(q0), sk = SavedTensor(k0), gq, gk, batch, divisor](const Tensor& g) -> Grads {
-             const Tensor ds = detail::causal_softmax_backward(g, sy.get(), divisor);
-             return qk_backward(ds, detail::blas_operand(sq.get()), detail::blas_operand(sk.get()), gq, gk, batch);
+             return qk_backward(g.contiguous(), sy.get(), detail::blas_operand(sq.get()), detail::blas_operand(sk.get()), gq, gk,
+                                batch, divisor);
            });
   }
   return y;
@@ -230,7 +242,7 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
         const T* pw = base<T>(w) + o[0];
         const T* pv = base<T>(v) + o[1];
         // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
-        const bool skip = all_finite(pv, lv, tk, e);
+        const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
         const int64_t bs = skip ? kBlock : tq;
         for (int64_t r0 = 0; r0 < tq; r0 += bs) {
           const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
@@ -272,7 +284,7 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
                    }
                  }
                  if (gv) {  // dv = tril(w)^T @ g: key block [c0, c0 + n) from queries i >= c0 only
-                   const bool skip = all_finite(pg, lg, tq, e);
+                   const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
                    const int64_t bs = skip ? kBlock : tk;
                    for (int64_t c0 = 0; c0 < tk; c0 += bs) {
                      const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;

@@ -131,10 +131,14 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // The error every op uses for a shape mismatch.
 [[noreturn]] void shape_error(const char* op, const std::string& what);
 
-// The kernels of causal_softmax (softmax.cpp) without history, for the fused attention ops:
-// y = softmax(masked(scores) / divisor) over the last dim (into scores' own buffer when in_place
-// and scores is contiguous), and dscores from the output gradient and y.
-Tensor causal_softmax_forward(const Tensor& scores, double divisor, bool in_place);
-Tensor causal_softmax_backward(const Tensor& grad, const Tensor& y, double divisor);
+// The row kernels of causal_softmax (softmax.cpp), for the fused attention ops: `rows` rows of
+// length n, row r being query r % tq; y = softmax(masked(x) / divisor) (y may be x), and its
+// backward dx from the output gradient g and y.
+void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor);
+void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor);
+void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
+                                  float divisor);
+void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
+                                  double divisor);
 
 }  // namespace ag::detail

@@ -239,26 +239,19 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 
 namespace detail {
 
-Tensor causal_softmax_forward(const Tensor& scores, double divisor, bool in_place) {
-  const int64_t tq = scores.size(-2), n = scores.size(-1);
-  const Tensor x = scores.contiguous();
-  Tensor y = in_place && x.impl() == scores.impl() ? x : make_tensor(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
-    if (x.numel()) causal_softmax_rows<T>(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
-  });
-  return y;
+void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
+  ag::causal_softmax_rows<float>(x, y, rows, tq, n, divisor);
 }
-
-Tensor causal_softmax_backward(const Tensor& grad, const Tensor& y, double divisor) {
-  const int64_t tq = y.size(-2), n = y.size(-1);
-  const Tensor g = grad.contiguous();
-  Tensor dx = make_tensor(y.shape(), y.dtype());
-  dispatch_float(y.dtype(), "causal_softmax_backward", [&]<typename T>() {
-    if (y.numel())
-      causal_softmax_backward_rows<T>(g.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), y.numel() / n, tq, n,
-                                      static_cast<T>(divisor));
-  });
-  return dx;
+void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor) {
+  ag::causal_softmax_rows<double>(x, y, rows, tq, n, divisor);
+}
+void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
+                                  float divisor) {
+  ag::causal_softmax_backward_rows<float>(g, y, dx, rows, tq, n, divisor);
+}
+void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
+                                  double divisor) {
+  ag::causal_softmax_backward_rows<double>(g, y, dx, rows, tq, n, divisor);
 }
 
 }  // namespace detail
@@ -270,15 +263,28 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
     detail::shape_error("causal_softmax", "expects a floating point tensor of at least 2 dims (..., Tq, Tk), got " +
                                               dtype_name(scores.dtype()) + " of shape " + scores.shape().str());
   }
+  const int64_t tq = scores.size(-2), n = scores.size(-1);
   Tensor y;
   {
     NoGradGuard g;
-    y = detail::causal_softmax_forward(scores, divisor, false);
+    const Tensor x = scores.contiguous();
+    y = detail::make_tensor(x.shape(), x.dtype());
+    dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
+      if (x.numel()) causal_softmax_rows<T>(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
+    });
   }
   if (needs_grad(scores)) {
     // y = softmax(masked(scores) / divisor)  =>  dscores = y * (g - sum(g * y)) / divisor, 0 where masked
-    record(y, "CausalSoftmaxBackward0", {scores}, [sy = SavedTensor(y), divisor](const Tensor& g) -> Grads {
-      return {detail::causal_softmax_backward(g, sy.get(), divisor)};
+    record(y, "CausalSoftmaxBackward0", {scores}, [sy = SavedTensor(y), tq, n, divisor](const Tensor& g0) -> Grads {
+      const Tensor yv = sy.get();
+      const Tensor g = g0.contiguous();
+      Tensor dx = detail::make_tensor(yv.shape(), yv.dtype());
+      dispatch_float(yv.dtype(), "causal_softmax_backward", [&]<typename T>() {
+        if (yv.numel())
+          causal_softmax_backward_rows<T>(g.data_ptr<T>(), yv.data_ptr<T>(), dx.data_ptr<T>(), yv.numel() / n, tq, n,
+                                          static_cast<T>(divisor));
+      });
+      return {dx};
     });
   }
   return y;

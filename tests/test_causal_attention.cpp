@@ -139,6 +139,27 @@ TEST(CausalMatmul, NonFiniteValuesAndGradientsGiveTheComposedNaNs) {
   expect_wv_match<float>(w, randn({1, 2, 70, 8}), upstream);
 }
 
+TEST(CausalAttention, GradientsArrivingAsViewsAtAnOffset) {
+  // cat's backward hands each input a slice of the output gradient: the second one starts at an
+  // offset into its storage
+  manual_seed(10);
+  Tensor q = randn({2, 3, 70, 8}).requires_grad_(), k = randn({2, 3, 70, 8}).requires_grad_();
+  Tensor w = randn({2, 3, 70, 70}).requires_grad_(), v = randn({2, 3, 70, 8}).requires_grad_();
+  Tensor up1 = randn({4, 3, 70, 70}), up2 = randn({4, 3, 70, 8});
+  (cat({causal_qk_softmax(q, k, 2.0), causal_qk_softmax(q, k, 2.0)}, 0) * up1).sum().backward();
+  (cat({causal_matmul(w, v), causal_matmul(w, v)}, 0) * up2).sum().backward();
+  Tensor q2 = q.detach().requires_grad_(), k2 = k.detach().requires_grad_(), w2 = w.detach().requires_grad_(),
+         v2 = v.detach().requires_grad_();
+  Tensor y = causal_softmax(matmul(q2, k2.transpose(-2, -1)), 2.0);
+  (cat({y, y}, 0) * up1).sum().backward();
+  Tensor c = matmul(tril(w2), v2);
+  (cat({c, c}, 0) * up2).sum().backward();
+  EXPECT_EQ(mismatches<float>(q.grad(), q2.grad()), 0);
+  EXPECT_EQ(mismatches<float>(k.grad(), k2.grad()), 0);
+  EXPECT_EQ(mismatches<float>(w.grad(), w2.grad()), 0);
+  EXPECT_EQ(mismatches<float>(v.grad(), v2.grad()), 0);
+}
+
 TEST(CausalAttentionGrad, BothOpsMatchFiniteDifferences) {
   manual_seed(6);
   // 35 rows: two blocks, the second partial; the second case has more keys than queries
