@@ -15,7 +15,7 @@ struct MatLayout {
 };
 
 // c (m,n) = a (m,k) @ b (k,n) + beta * c; c is row-major with leading dimension ldc. beta is 0
-// (c is overwritten; OpenBLAS zeroes it first) or 1 (added to what c holds, no extra pass).
+// (c is overwritten: zeroed with memset, then added to) or 1 (added to what c holds).
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc,
           float beta = 0.0f);
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
