@@ -135,17 +135,50 @@ Size with_matrix(Size batch, int64_t rows, int64_t cols) {
   return batch;
 }
 
-// A new (batch..., rows, cols) tensor for a GEMM output: rows [written, rows) zeroed, the rows
-// before left for the GEMMs to write (all zeros if written is 0).
-Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype) {
-  if (written <= 0) return zeros(with_matrix(batch, rows, cols).vec(), dtype);
-  Tensor t = detail::make_tensor(with_matrix(batch, rows, cols), dtype);
+// Whether t's elements tile a block of memory without gaps or overlaps (some order of its dims is
+// row-major) with unit stride in the last dim and a usable row stride: like the (B, heads, T, E)
+// transposed views of (B, T, heads, E) projections.
+bool dense_rows(const Tensor& t) {
+  const int64_t nd = t.dim();
+  if (nd < 2 || t.stride(-1) != 1 || t.stride(-2) < std::max<int64_t>(t.size(-1), 1)) return false;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of size > 1
+  for (int64_t i = 0; i < nd; ++i)
+    if (t.size(i) > 1) dims.emplace_back(t.stride(i), t.size(i));
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+// A new (batch..., rows, cols) tensor for GEMM output, laid out like `like` when that has this
+// shape and dense rows (so a gradient flowing back through like's transposes and views needs no
+// copy), else contiguous; rows [written, rows) zeroed, the rest left for the GEMMs (all zeros if
+// written is 0).
+Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype, const Tensor& like) {
+  const Size shape = with_matrix(batch, rows, cols);
+  if (written <= 0) return zeros(shape.vec(), dtype);
+  Tensor t;
+  if (like.defined() && like.shape() == shape && dense_rows(like)) {
+    t = detail::alias(detail::make_tensor(Size{shape.numel()}, dtype), shape, like.strides(), 0);
+  } else {
+    t = detail::make_tensor(shape, dtype);
+  }
   if (written < rows) {
     NoGradGuard no_grad;
     t.narrow(-2, written, rows - written).fill_(0.0);
   }
   return t;
 }
+
+// Where row r of a GEMM output's matrix starts, and its row stride (ldc).
+template <class T>
+T* out_row(const Tensor& out, int64_t matrix_offset, int64_t r) {
+  return static_cast<T*>(out.impl()->storage->data) + matrix_offset + r * out.stride(-2);
+}
+int ldc_of(const Tensor& out) { return static_cast<int>(out.stride(-2)); }
 
 // The backward of causal_qk_softmax, one matrix at a time: ds = the softmax's backward from the
 // weights' gradient g and the weights y (0 above the diagonal), into a scratch matrix that stays in
@@ -155,14 +188,16 @@ Grads qk_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tenso
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
   const bool work = y.numel() > 0 && e > 0;  // else the gradients are all 0
   // every row of dq is written; dk's rows from tq on are keys no query sees
-  Tensor dq = gq ? gemm_output(batch, tq, e, work ? tq : 0, q.dtype()) : Tensor();
-  Tensor dk = gk ? gemm_output(batch, tk, e, work ? std::min(tq, tk) : 0, q.dtype()) : Tensor();
+  Tensor dq = gq ? gemm_output(batch, tq, e, work ? tq : 0, q.dtype(), q) : Tensor();
+  Tensor dk = gk ? gemm_output(batch, tk, e, work ? std::min(tq, tk) : 0, q.dtype(), k) : Tensor();
   if (!work) return {dq, dk};
   dispatch_float(q.dtype(), "causal_qk_softmax_backward", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k), lds{false, static_cast<int>(tk)};
     std::vector<T> scratch(static_cast<std::size_t>(tq * tk));
     T* pds = scratch.data();
-    for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+    const Tensor& dq_or_q = gq ? dq : q;  // (an operand is needed either way for the offsets)
+    const Tensor& dk_or_k = gk ? dk : k;
+    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, [&](const std::array<int64_t, 4>& o, int64_t index) {
       const int64_t m = index * tq * tk;
       detail::causal_softmax_backward_rows(g.data_ptr<T>() + m, y.data_ptr<T>() + m, pds, tq, tq, tk, static_cast<T>(divisor));
       const T* pq = base<T>(q) + o[0];
@@ -173,7 +208,7 @@ Grads qk_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tenso
         for (int64_t r0 = 0; r0 < tq; r0 += bs) {
           const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
           detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
-                       base_mut<T>(dq) + (index * tq + r0) * e, static_cast<int>(e));
+                       out_row<T>(dq, o[2], r0), ldc_of(dq));
         }
       }
       if (gk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
@@ -183,7 +218,7 @@ Grads qk_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tenso
           const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
           if (first == tq) break;  // keys no query sees: their gradient stays 0
           detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
-                       pds + first * tk + c0, at(pq, lq, first, 0), base_mut<T>(dk) + (index * tk + c0) * e, static_cast<int>(e));
+                       pds + first * tk + c0, at(pq, lq, first, 0), out_row<T>(dk, o[3], c0), ldc_of(dk));
         }
       }
     });
@@ -233,13 +268,13 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
   const Tensor w = detail::blas_operand(w0), v = detail::blas_operand(v0);
   const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
   detail::check_blas_dims("causal_matmul", tq, e, tk);
-  Tensor out = gemm_output(batch, tq, e, tk > 0 ? tq : 0, w.dtype());
+  Tensor out = gemm_output(batch, tq, e, tk > 0 ? tq : 0, w.dtype(), v);  // v's layout when shapes agree
   if (out.numel() > 0 && tk > 0) {
     NoGradGuard no_grad;
     dispatch_float(w.dtype(), "causal_matmul", [&]<typename T>() {
       const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
       std::vector<T> scratch;
-      for_each_matrix<2>(batch, {&w, &v}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+      for_each_matrix<3>(batch, {&w, &v, &out}, [&](const std::array<int64_t, 3>& o, int64_t) {
         const T* pw = base<T>(w) + o[0];
         const T* pv = base<T>(v) + o[1];
         // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
@@ -250,7 +285,7 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
           MatLayout la{};
           const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
           detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv,
-                       base_mut<T>(out) + (index * tq + r0) * e, static_cast<int>(e));
+                       out_row<T>(out, o[2], r0), ldc_of(out));
         }
       });
     });
@@ -266,12 +301,14 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
              Tensor dw = !gw ? Tensor()
                          : e == 0 || tq == 0 ? zeros(with_matrix(batch, tq, tk).vec(), g.dtype())
                                              : detail::make_tensor(with_matrix(batch, tq, tk), g.dtype());
-             Tensor dv = gv ? gemm_output(batch, tk, e, std::min(tq, tk), g.dtype()) : Tensor();  // rows from tq on: values no query sees
+             // dv's rows from tq on are values no query sees
+             Tensor dv = gv ? gemm_output(batch, tk, e, std::min(tq, tk), g.dtype(), v) : Tensor();
              if (g.numel() == 0 || tk == 0) return {dw, dv};
              dispatch_float(g.dtype(), "causal_matmul_backward", [&]<typename T>() {
                const MatLayout lg = *detail::layout_of(g), lw = *detail::layout_of(w), lv = *detail::layout_of(v);
                std::vector<T> scratch;
-               for_each_matrix<3>(batch, {&g, &w, &v}, [&](const std::array<int64_t, 3>& o, int64_t index) {
+               const Tensor& dv_or_v = gv ? dv : v;
+               for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, [&](const std::array<int64_t, 4>& o, int64_t index) {
                  const T* pg = base<T>(g) + o[0];
                  const T* pw = base<T>(w) + o[1];
                  if (gw) {  // dw = tril(g @ v^T): row block [r0, r0 + rows) over j < r0 + rows, and 0 above the
@@ -293,7 +330,7 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
                      MatLayout la{};
                      const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
                      detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
-                                  at(pg, lg, first, 0), base_mut<T>(dv) + (index * tk + c0) * e, static_cast<int>(e));
+                                  at(pg, lg, first, 0), out_row<T>(dv, o[3], c0), ldc_of(dv));
                    }
                  }
                });

@@ -152,6 +152,9 @@ Tensor causal_softmax(const Tensor& scores, double divisor = 1.0);
 // (no broadcasting). grad_fn of causal_qk_softmax: CausalQKSoftmaxBackward0 (PyTorch has no such
 // op; its graph shows matmul, masked_fill, div and softmax); of causal_matmul: matmul's
 // (MmBackward0 for 2-D, UnsafeViewBackward0 batched), as it stands in for weights @ values.
+// causal_matmul's output, and the gradients of q, k and v, take that input's memory layout when it
+// tiles memory densely (e.g. the (B, heads, T, E) views of (B, T, heads, E) projections), so the
+// transposes and views around attention need no copies; otherwise they are contiguous.
 Tensor causal_qk_softmax(const Tensor& q, const Tensor& k, double divisor = 1.0);
 Tensor causal_matmul(const Tensor& w, const Tensor& v);
 

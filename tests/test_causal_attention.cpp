@@ -160,6 +160,29 @@ TEST(CausalAttention, GradientsArrivingAsViewsAtAnOffset) {
   EXPECT_EQ(mismatches<float>(v.grad(), v2.grad()), 0);
 }
 
+TEST(CausalAttention, OutputsAndGradientsTakeTheLayoutOfDenseInputs) {
+  // values as the modules make them, (B, heads, T, E) views of (B, T, heads, E): the context comes
+  // back in that layout, so transpose(1, 2) is contiguous and the module's .contiguous() copies
+  // nothing; likewise q's gradient, so its view's backward copies nothing
+  manual_seed(11);
+  Tensor q = leaf(heads_view(2, 70, 2, 8, kFloat32)), k = leaf(heads_view(2, 70, 2, 8, kFloat32));
+  Tensor v = leaf(heads_view(2, 70, 2, 8, kFloat32));
+  Tensor w = causal_qk_softmax(q, k, 2.0);
+  Tensor ctx = causal_matmul(w, v);
+  EXPECT_EQ(ctx.strides(), v.strides());
+  EXPECT_TRUE(ctx.transpose(1, 2).is_contiguous());
+  // the gradients as the nodes hand them on (a leaf's .grad is a contiguous copy)
+  Grads gw = ctx.grad_fn()->backward(ones_like(ctx));
+  EXPECT_EQ(gw[1].strides(), v.strides());
+  Grads gqk = w.grad_fn()->backward(ones_like(w));
+  EXPECT_EQ(gqk[0].strides(), q.strides());
+  EXPECT_EQ(gqk[1].strides(), k.strides());
+  EXPECT_EQ(mismatches<float>(ctx, matmul(causal_softmax(matmul(q, k.transpose(2, 3)), 2.0), v)), 0);
+  // a strided input that does not tile memory: a contiguous output
+  Tensor v2 = randn({2, 2, 140, 8}).slice(2, 0, 140, 2);
+  EXPECT_TRUE(causal_matmul(randn({2, 2, 70, 70}), v2).is_contiguous());
+}
+
 TEST(CausalAttentionGrad, BothOpsMatchFiniteDifferences) {
   manual_seed(6);
   // 35 rows: two blocks, the second partial; the second case has more keys than queries
