@@ -1,7 +1,8 @@
-// Losses: cross_entropy = nll_loss(log_softmax(logits)), and mse_loss.
+// Losses: nll_loss, cross_entropy = nll_loss(log_softmax(logits)) in one op, and mse_loss.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "autograd/kernels.h"
 #include "autograd/node.h"
@@ -9,45 +10,67 @@
 
 namespace ag {
 
-Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
-  const bool batched = logp.dim() == 2;
-  if (!(logp.dim() == 1 || logp.dim() == 2) || target.dim() != logp.dim() - 1 || (batched && target.size(0) != logp.size(0))) {
+namespace {
+
+struct Targets {
+  std::vector<int64_t> ids;  // per row; -1 where the target is ignore_index
+  int64_t count = 0;         // rows that count
+};
+
+// nll_loss's checks of input (N, C) or (C) against target (N) or (), and the targets.
+Targets checked_targets(const Tensor& input, const Tensor& target, int64_t ignore_index) {
+  const bool batched = input.dim() == 2;
+  if (!(input.dim() == 1 || input.dim() == 2) || target.dim() != input.dim() - 1 ||
+      (batched && target.size(0) != input.size(0))) {
     detail::shape_error("nll_loss", "expected input (N, C) with target (N), or input (C) with target (), got input " +
-                                        logp.shape().str() + " and target " + target.shape().str());
+                                        input.shape().str() + " and target " + target.shape().str());
   }
   if (target.dtype() != kInt64) {
     throw std::invalid_argument("[nll_loss] expected an int64 target (class indices), got " + dtype_name(target.dtype()));
   }
-  const Tensor lp = logp.contiguous();
-  const int64_t n = batched ? lp.size(0) : 1, c = lp.size(-1);
-  const std::vector<int64_t> tg = target.to_vector<int64_t>();
-  int64_t count = 0;
-  for (int64_t t : tg) {
-    if (t == ignore_index) continue;
+  const int64_t c = input.size(-1);
+  Targets out;
+  out.ids = target.to_vector<int64_t>();
+  for (int64_t& t : out.ids) {
+    if (t == ignore_index) {
+      t = -1;
+      continue;
+    }
     if (t < 0 || t >= c) {
       throw std::out_of_range("[nll_loss] target " + std::to_string(t) + " is out of bounds for " + std::to_string(c) +
-                              " classes (input shape " + logp.shape().str() + ")");
+                              " classes (input shape " + input.shape().str() + ")");
     }
-    ++count;
+    ++out.count;
   }
+  return out;
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
+  const Targets targets = checked_targets(logp, target, ignore_index);
+  const std::vector<int64_t>& tg = targets.ids;
+  const int64_t count = targets.count;
+  const Tensor lp = logp.contiguous();
+  const int64_t n = logp.dim() == 2 ? lp.size(0) : 1, c = lp.size(-1);
   // loss = -(1/count) sum_{i: t_i != ignore} logp[i, t_i]
   Tensor out = dispatch_float(lp.dtype(), "nll_loss", [&]<typename T>() {
     const T* p = lp.data_ptr<T>();
     double acc = 0;
     for (int64_t i = 0; i < n; ++i)
-      if (tg[static_cast<std::size_t>(i)] != ignore_index) acc -= static_cast<double>(p[i * c + tg[static_cast<std::size_t>(i)]]);
+      if (tg[static_cast<std::size_t>(i)] >= 0) acc -= static_cast<double>(p[i * c + tg[static_cast<std::size_t>(i)]]);
     const double v = count ? static_cast<double>(static_cast<T>(acc) / static_cast<T>(count)) : std::numeric_limits<double>::quiet_NaN();
     return full({}, v, lp.dtype());
   });
   if (needs_grad(logp)) {
     //  =>  dlogp[i, t_i] = -g / count for the counted rows, 0 elsewhere
-    record(out, "NllLossBackward0", {logp}, [tg, ignore_index, count, from = logp.shape(), n, c](const Tensor& g) -> Grads {
+    record(out, "NllLossBackward0", {logp}, [tg, count, from = logp.shape(), n, c](const Tensor& g) -> Grads {
       Tensor d = zeros(from.vec(), g.dtype());
       dispatch_float(g.dtype(), "nll_loss_backward", [&]<typename T>() {
         const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
         T* p = d.data_ptr<T>();
         for (int64_t i = 0; i < n; ++i)
-          if (tg[static_cast<std::size_t>(i)] != ignore_index) p[i * c + tg[static_cast<std::size_t>(i)]] = v;
+          if (tg[static_cast<std::size_t>(i)] >= 0) p[i * c + tg[static_cast<std::size_t>(i)]] = v;
       });
       return {d};
     });
@@ -55,13 +78,52 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) 
   return out;
 }
 
+// nll_loss(log_softmax(logits)) in one op, the same bits: the forward keeps two numbers per row
+// (the shift and log-sum of log_softmax) instead of the (N, C) log-probabilities, and the backward
+// writes log_softmax's gradient of nll_loss's one-hot gradient directly. The node keeps PyTorch's
+// name for the loss, NllLossBackward0, and leads straight to the logits.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
   if (logits.dim() != 1 && logits.dim() != 2) {
     detail::shape_error("cross_entropy", "expected logits (N, C) or (C), got " + logits.shape().str() + " (target " +
                                              target.shape().str() + "); reshape to (-1, C) first");
   }
+  if (!logits.is_floating_point()) return nll_loss(log_softmax(logits, -1), target, ignore_index);
+  const Targets targets = checked_targets(logits, target, ignore_index);
+  const int64_t n = logits.dim() == 2 ? logits.size(0) : 1, c = logits.size(-1), count = targets.count;
   // log_softmax subtracts the row max, so logits shifted by 1e8 give the same loss.
-  return nll_loss(log_softmax(logits, -1), target, ignore_index);
+  Tensor stats = detail::make_tensor(Size{2, n}, logits.dtype());  // per row: shift, log-sum
+  Tensor out = dispatch_float(logits.dtype(), "cross_entropy", [&]<typename T>() {
+    NoGradGuard no_grad;
+    const Tensor x = logits.contiguous();
+    const T* px = x.data_ptr<T>();
+    T* shift = stats.data_ptr<T>();
+    T* ls = shift + n;
+    detail::log_softmax_stats(px, n, c, shift, ls);
+    double acc = 0;  // as nll_loss sums log_softmax's log-probabilities at the targets
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = targets.ids[static_cast<std::size_t>(i)];
+      if (t >= 0) acc -= static_cast<double>(static_cast<T>(px[i * c + t] - shift[i] - ls[i]));
+    }
+    const double v = count ? static_cast<double>(static_cast<T>(acc) / static_cast<T>(count)) : std::numeric_limits<double>::quiet_NaN();
+    return full({}, v, logits.dtype());
+  });
+  if (needs_grad(logits)) {
+    // loss = -(1/count) sum_i log_softmax(x)[i, t_i]  =>  dx = log_softmax's backward of -g/count at the targets
+    record(out, "NllLossBackward0", {logits},
+           [sx = SavedTensor(logits), stats, ids = targets.ids, count, n, c](const Tensor& g) -> Grads {
+             const Tensor x = sx.get().contiguous();
+             Tensor dx = detail::make_tensor(x.shape(), x.dtype());
+             dispatch_float(x.dtype(), "cross_entropy_backward", [&]<typename T>() {
+               const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
+               std::vector<T> per_row(static_cast<std::size_t>(n));
+               for (int64_t i = 0; i < n; ++i) per_row[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] >= 0 ? v : T(0);
+               const T* shift = stats.data_ptr<T>();
+               detail::cross_entropy_backward(x.data_ptr<T>(), shift, shift + n, ids.data(), per_row.data(), n, c, dx.data_ptr<T>());
+             });
+             return {dx};
+           });
+  }
+  return out;
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {

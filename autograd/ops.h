@@ -176,6 +176,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);  // indices (*) -
 
 // ---- losses and normalization (loss.cpp, layer_norm.cpp) ----
 // logits (N, C) or (C), target int64 (N) or (); mean over targets != ignore_index.
+// cross_entropy: nll_loss(log_softmax(logits, -1)) bit for bit, as one op (grad_fn NllLossBackward0,
+// PyTorch's name for the loss; PyTorch's graph has a LogSoftmaxBackward0 node under it).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100);
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target);

@@ -237,6 +237,43 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   return y;
 }
 
+namespace {
+
+// cross_entropy's two passes over logits x (rows, n), the same arithmetic as log_softmax's
+// softmax_rows and its backward, so the results are the same bits as nll_loss(log_softmax(x)).
+template <class T>
+void log_softmax_stats_rows(const T* x, int64_t rows, int64_t n, T* shift, T* ls) {
+  std::vector<T> e(static_cast<std::size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    if (row_has_nan(xr, n)) {  // log_softmax's NaN row: every log-prob NaN
+      shift[r] = 0;
+      ls[r] = std::numeric_limits<T>::quiet_NaN();
+      continue;
+    }
+    const T mx = row_max(xr, n);
+    shift[r] = std::isinf(mx) ? T(0) : mx;
+    exp_shifted(xr, e.data(), n, shift[r]);
+    ls[r] = std::log(row_sum(e.data(), n));
+  }
+}
+
+template <class T>
+void cross_entropy_backward_rows(const T* x, const T* shift, const T* ls, const int64_t* target, const T* v, int64_t rows,
+                                 int64_t n, T* dx) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* dr = dx + r * n;
+    // log_softmax's backward dx = g - exp(y) * sum(g), for g = v[r] at the target (none for an
+    // ignored row, target -1) and 0 elsewhere: sum(g) is 0 + v[r]
+    const T sr = shift[r], lr = ls[r], sum = v[r] + T(0);
+    for (int64_t j = 0; j < n; ++j) dr[j] = T(0) - fast_exp(xr[j] - sr - lr) * sum;
+    if (target[r] >= 0) dr[target[r]] = v[r] - fast_exp(xr[target[r]] - sr - lr) * sum;
+  }
+}
+
+}  // namespace
+
 namespace detail {
 
 void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
@@ -252,6 +289,20 @@ void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int
 void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
                                   double divisor) {
   ag::causal_softmax_backward_rows<double>(g, y, dx, rows, tq, n, divisor);
+}
+void log_softmax_stats(const float* x, int64_t rows, int64_t n, float* shift, float* ls) {
+  log_softmax_stats_rows<float>(x, rows, n, shift, ls);
+}
+void log_softmax_stats(const double* x, int64_t rows, int64_t n, double* shift, double* ls) {
+  log_softmax_stats_rows<double>(x, rows, n, shift, ls);
+}
+void cross_entropy_backward(const float* x, const float* shift, const float* ls, const int64_t* target, const float* v,
+                            int64_t rows, int64_t n, float* dx) {
+  cross_entropy_backward_rows<float>(x, shift, ls, target, v, rows, n, dx);
+}
+void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
+                            int64_t rows, int64_t n, double* dx) {
+  cross_entropy_backward_rows<double>(x, shift, ls, target, v, rows, n, dx);
 }
 
 }  // namespace detail

@@ -2,8 +2,11 @@
 // reproducing the tutorials' printed numbers (the expected strings are copied from the seeds).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "nn/attention.h"
 #include "nn/init.h"
+#include "test_util.h"
 
 using namespace ag;
 using namespace ag::nn;
@@ -383,6 +386,35 @@ TEST(ScaledDotProductAttention, FullyMaskedRowGivesZerosAndZeroGradients) {
   for (double g : v.grad().to_vector<double>()) EXPECT_FALSE(std::isnan(g));
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], mask); },
                         {q, k, v}));
+}
+
+// cross_entropy is one op; its reference is the composed nll_loss(log_softmax(logits)): the loss
+// and the gradient must be the same bits (float32 and float64, 1-D and 2-D, ignore_index, an
+// upstream gradient other than 1, a row with NaN, huge logits, all rows ignored).
+template <class T>
+void expect_cross_entropy_bits(const Tensor& logits0, const Tensor& target, int64_t ignore_index, double scale) {
+  Tensor a = logits0.detach().requires_grad_(), b = logits0.detach().requires_grad_();
+  Tensor la = cross_entropy(a, target, ignore_index), lb = nll_loss(log_softmax(b, -1), target, ignore_index);
+  EXPECT_EQ(la.grad_fn()->name, "NllLossBackward0");
+  EXPECT_EQ(testutil::bit_mismatches<T>(la, lb), 0) << "loss, logits " << logits0.shape().str();
+  (la * scale).backward();
+  (lb * scale).backward();
+  EXPECT_EQ(testutil::bit_mismatches<T>(a.grad(), b.grad()), 0) << "grad, logits " << logits0.shape().str();
+}
+
+TEST(Losses, CrossEntropyIsTheComposedNllOfLogSoftmaxBitForBit) {
+  manual_seed(0);
+  expect_cross_entropy_bits<float>(randn({37, 29}) * 4.0, randint(0, 29, {37}), -100, 1.0);
+  expect_cross_entropy_bits<double>(randn({37, 29}, kFloat64) * 4.0, randint(0, 29, {37}), -100, 2.5);
+  expect_cross_entropy_bits<float>(randn({7}), tensor({3}).reshape({}), -100, -3.0);  // (C) with target ()
+  Tensor t = randint(0, 9, {6});
+  t.data_ptr<int64_t>()[2] = 5;
+  expect_cross_entropy_bits<float>(randn({6, 9}), t, 5, 1.0);  // ignore_index 5 (rows with target 5 skipped)
+  Tensor nan_row = randn({4, 5});
+  nan_row.data_ptr<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  expect_cross_entropy_bits<float>(nan_row, tensor({0, 1, 2, 3}), -100, 1.0);
+  expect_cross_entropy_bits<float>(randn({3, 4}) + 1e8, tensor({0, 1, 2}), -100, 1.0);
+  expect_cross_entropy_bits<float>(randn({3, 4}), tensor({-100, -100, -100}), -100, 1.0);  // NaN loss, zero grad
 }
 
 TEST(Losses, MseAndCrossEntropyWithIgnoreIndex) {
