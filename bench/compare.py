@@ -7,9 +7,11 @@ several processes each, and reports the median of the per-process medians, the r
 torch / ours (above 1: we are faster), peak RSS and both first losses (they must agree).
 
     /usr/bin/python3 bench/compare.py [--sizes toy small medium] [--threads 1 2] [--runs 3]
-                                      [--coretype NAME] [--train-step build/bench/train_step]
+                                      [--pause 2] [--coretype NAME] [--train-step build/bench/train_step]
 
-Both programs get OPENBLAS_NUM_THREADS = threads. --coretype sets OPENBLAS_CORETYPE for both
+Before each process it waits --pause seconds (default 2), so that the previous process's exit
+(PyTorch frees about 500 MiB) does not overlap the next one's timing; our toy run times only
+15 ms of steps and is the most exposed. Both programs get OPENBLAS_NUM_THREADS = threads. --coretype sets OPENBLAS_CORETYPE for both
 (OpenBLAS 0.3.21 does not recognize some newer CPUs and falls back to its generic Prescott
 kernels; e.g. --coretype SkylakeX selects the AVX-512 kernels on such machines).
 """
@@ -18,6 +20,7 @@ import json
 import os
 import statistics
 import subprocess
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
@@ -34,6 +37,7 @@ def main():
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--coretype", default=None)
+    ap.add_argument("--pause", type=float, default=2.0, help="seconds to wait before each process")
     ap.add_argument("--train-step", default=os.path.join(ROOT, "build", "bench", "train_step"))
     ap.add_argument("--torch-bench", default=os.path.join(ROOT, "..", "shared", "reference", "torch_bench.py"))
     a = ap.parse_args()
@@ -47,7 +51,9 @@ def main():
                 env["OPENBLAS_CORETYPE"] = a.coretype
             ours, torch = [], []
             for _ in range(a.runs):
+                time.sleep(a.pause)
                 ours.append(run([a.train_step, "--size", size, "--threads", str(threads), "--json"], env))
+                time.sleep(a.pause)
                 torch.append(run(["/usr/bin/python3", a.torch_bench, "--size", size, "--threads", str(threads), "--json"], env))
             t_ms = statistics.median(r["ms_per_step_median"] for r in torch)
             o_ms = statistics.median(r["ms_per_step_median"] for r in ours)
