@@ -1,8 +1,9 @@
 // The two GEMMs of causal attention, on the blocks on or below the diagonal only. Query i sees
 // keys j <= i, so in q k^T the upper triangle is masked away and in weights @ v the upper
 // triangle of the weights is 0: about half of each GEMM is work whose result is thrown away or
-// is a sum of zeros. These ops skip it, and equal their composed references bit for bit
-// (tests/test_causal_attention.cpp):
+// is a sum of zeros. These ops skip it, and equal their composed references to rounding (the
+// GEMMs have other shapes, and OpenBLAS's result bits depend on the shape; tested in
+// tests/test_causal_attention.cpp):
 //   causal_qk_softmax(q, k, d) == causal_softmax(matmul(q, k^T), d)
 //   causal_matmul(w, v)        == matmul(tril(w), v)
 // Each GEMM runs per block of kBlock query rows (or, for a key gradient, key rows) over just the
@@ -10,6 +11,7 @@
 // is inf or NaN, where PyTorch's full GEMM gives NaN: so the operand whose entries would be
 // skipped is checked first, and if it is not finite the GEMM runs in full.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -140,7 +142,7 @@ Size with_matrix(Size batch, int64_t rows, int64_t cols) {
 // transposed views of (B, T, heads, E) projections.
 bool dense_rows(const Tensor& t) {
   const int64_t nd = t.dim();
-  if (nd < 2 || t.stride(-1) != 1 || t.stride(-2) < std::max<int64_t>(t.size(-1), 1)) return false;
+  if (nd < 2 || t.stride(-1) != 1 || t.stride(-2) < std::max<int64_t>(t.size(-1), 1) || t.stride(-2) > INT_MAX) return false;
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of size > 1
   for (int64_t i = 0; i < nd; ++i)
     if (t.size(i) > 1) dims.emplace_back(t.stride(i), t.size(i));
@@ -173,7 +175,8 @@ Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t writte
   return t;
 }
 
-// Where row r of a GEMM output's matrix starts, and its row stride (ldc).
+// Where row r of a GEMM output's matrix starts (matrix_offset from for_each_matrix), and the
+// output's row stride as the GEMM's ldc.
 template <class T>
 T* out_row(const Tensor& out, int64_t matrix_offset, int64_t r) {
   return static_cast<T*>(out.impl()->storage->data) + matrix_offset + r * out.stride(-2);
