@@ -300,10 +300,8 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
            [sw = SavedTensor(w0), sv = SavedTensor(v0), gw, gv, batch](const Tensor& g0) -> Grads {
              const Tensor g = detail::blas_operand(g0), w = detail::blas_operand(sw.get()), v = detail::blas_operand(sv.get());
              const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
-             // dw's entries are each written once below (GEMM or zero), unless there is no GEMM
-             Tensor dw = !gw ? Tensor()
-                         : e == 0 || tq == 0 ? zeros(with_matrix(batch, tq, tk).vec(), g.dtype())
-                                             : detail::make_tensor(with_matrix(batch, tq, tk), g.dtype());
+             // every entry of dw is written below (GEMM or zero), unless there is no GEMM (e == 0)
+             Tensor dw = gw ? gemm_output(batch, tq, tk, e > 0 ? tq : 0, g.dtype(), Tensor()) : Tensor();
              // dv's rows from tq on are values no query sees
              Tensor dv = gv ? gemm_output(batch, tk, e, std::min(tq, tk), g.dtype(), v) : Tensor();
              if (g.numel() == 0 || tk == 0) return {dw, dv};

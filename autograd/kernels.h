@@ -18,6 +18,8 @@ Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset);
 
 // Strides of `t` as seen through broadcasting to `shape` (0 where t is broadcast).
 Strides broadcast_strides(const Tensor& t, const Size& shape);
+// The same for the first m dims of a tensor (sizes `from`, strides `strides`), e.g. its batch dims.
+Strides broadcast_strides(const int64_t* from, const int64_t* strides, int64_t m, const Size& shape);
 
 // Visits every position of `shape` in row-major order, calling f(offsets) where offsets[k] is
 // the element offset of operand k (start offset plus index . strides). Adjacent dims that every

@@ -45,6 +45,18 @@ Targets checked_targets(const Tensor& input, const Tensor& target, int64_t ignor
   return out;
 }
 
+// nll_loss's value: -(1/count) times the sum of logp(i, t_i) over the rows that count, summed in
+// double; NaN if no row counts.
+template <class T, class LogP>
+Tensor nll_value(const Targets& targets, DType dtype, LogP logp) {
+  double acc = 0;
+  for (std::size_t i = 0; i < targets.ids.size(); ++i)
+    if (targets.ids[i] >= 0) acc -= static_cast<double>(logp(static_cast<int64_t>(i), targets.ids[i]));
+  const T count = static_cast<T>(targets.count);
+  return full({}, targets.count ? static_cast<double>(static_cast<T>(acc) / count) : std::numeric_limits<double>::quiet_NaN(),
+              dtype);
+}
+
 }  // namespace
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
@@ -56,11 +68,7 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) 
   // loss = -(1/count) sum_{i: t_i != ignore} logp[i, t_i]
   Tensor out = dispatch_float(lp.dtype(), "nll_loss", [&]<typename T>() {
     const T* p = lp.data_ptr<T>();
-    double acc = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (tg[static_cast<std::size_t>(i)] >= 0) acc -= static_cast<double>(p[i * c + tg[static_cast<std::size_t>(i)]]);
-    const double v = count ? static_cast<double>(static_cast<T>(acc) / static_cast<T>(count)) : std::numeric_limits<double>::quiet_NaN();
-    return full({}, v, lp.dtype());
+    return nll_value<T>(targets, lp.dtype(), [&](int64_t i, int64_t t) { return p[i * c + t]; });
   });
   if (needs_grad(logp)) {
     //  =>  dlogp[i, t_i] = -g / count for the counted rows, 0 elsewhere
@@ -99,13 +107,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
     T* shift = stats.data_ptr<T>();
     T* ls = shift + n;
     detail::log_softmax_stats(px, n, c, shift, ls);
-    double acc = 0;  // as nll_loss sums log_softmax's log-probabilities at the targets
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t t = targets.ids[static_cast<std::size_t>(i)];
-      if (t >= 0) acc -= static_cast<double>(static_cast<T>(px[i * c + t] - shift[i] - ls[i]));
-    }
-    const double v = count ? static_cast<double>(static_cast<T>(acc) / static_cast<T>(count)) : std::numeric_limits<double>::quiet_NaN();
-    return full({}, v, logits.dtype());
+    // nll_loss of log_softmax's log-probabilities at the targets
+    return nll_value<T>(targets, logits.dtype(), [&](int64_t i, int64_t t) -> T { return px[i * c + t] - shift[i] - ls[i]; });
   });
   if (needs_grad(logits)) {
     // loss = -(1/count) sum_i log_softmax(x)[i, t_i]  =>  dx = log_softmax's backward of -g/count at the targets

@@ -82,13 +82,7 @@ Tensor bmm_kernel(const Tensor& a0, const Tensor& b0) {
 
   // batch strides of each operand as broadcast to `batch`
   auto batch_strides = [&](const Tensor& t) {
-    const int64_t nb = t.dim() - 2, n_out = batch.size();
-    Strides st(static_cast<std::size_t>(n_out), 0);
-    for (int64_t i = 0; i < nb; ++i) {
-      const int64_t j = n_out - nb + i;
-      st[static_cast<std::size_t>(j)] = t.shape()[i] == 1 && batch[j] != 1 ? 0 : t.strides()[static_cast<std::size_t>(i)];
-    }
-    return st;
+    return detail::broadcast_strides(t.shape().vec().data(), t.strides().data(), t.dim() - 2, batch);
   };
   const Strides sa = batch_strides(a), sb = batch_strides(b), so = batch_strides(out);
   const auto la = *layout_of(a), lb = *layout_of(b);

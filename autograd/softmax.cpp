@@ -86,6 +86,20 @@ void exp_shifted(const T* __restrict x, T* __restrict e, int64_t n, T shift) {
   for (int64_t j = 0; j < n; ++j) e[j] = fast_exp(x[j] - shift);
 }
 
+// What softmax and log_softmax (and cross_entropy) compute alike for one row: false for a row with
+// a NaN; else the shift, e = exp(x - shift) and its sum.
+template <class T>
+bool shifted_exp_sum(const T* xr, T* e, int64_t n, T& shift, T& sum) {
+  if (row_has_nan(xr, n)) return false;
+  const T mx = row_max(xr, n);
+  // A row of all -inf has no finite max; subtracting -inf would give NaN from inf - inf, so
+  // shift by 0 instead and let the -infs produce their natural result (NaN, as in PyTorch).
+  shift = std::isinf(mx) ? T(0) : mx;
+  exp_shifted(xr, e, n, shift);
+  sum = row_sum(e, n);
+  return true;
+}
+
 // rows (outer, n) contiguous -> out (outer, n): softmax or log_softmax of each row.
 template <class T>
 void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, bool log) {
@@ -93,17 +107,11 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, bool log) {
   for (int64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
-    if (row_has_nan(xr, n)) {  // NaN in, NaN out
+    T shift, s;
+    if (!shifted_exp_sum(xr, log ? tmp.data() : yr, n, shift, s)) {  // NaN in, NaN out
       std::fill(yr, yr + n, std::numeric_limits<T>::quiet_NaN());
       continue;
     }
-    const T mx = row_max(xr, n);
-    // A row of all -inf has no finite max; subtracting -inf would give NaN from inf - inf, so
-    // shift by 0 instead and let the -infs produce their natural result (NaN, as in PyTorch).
-    const T shift = std::isinf(mx) ? T(0) : mx;
-    T* e = log ? tmp.data() : yr;
-    exp_shifted(xr, e, n, shift);
-    const T s = row_sum(e, n);
     if (log) {
       const T ls = std::log(s);
       for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - shift - ls;
@@ -245,16 +253,13 @@ template <class T>
 void log_softmax_stats_rows(const T* x, int64_t rows, int64_t n, T* shift, T* ls) {
   std::vector<T> e(static_cast<std::size_t>(n));
   for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * n;
-    if (row_has_nan(xr, n)) {  // log_softmax's NaN row: every log-prob NaN
+    T sum;
+    if (shifted_exp_sum(x + r * n, e.data(), n, shift[r], sum)) {
+      ls[r] = std::log(sum);
+    } else {  // log_softmax's NaN row: every log-prob NaN
       shift[r] = 0;
       ls[r] = std::numeric_limits<T>::quiet_NaN();
-      continue;
     }
-    const T mx = row_max(xr, n);
-    shift[r] = std::isinf(mx) ? T(0) : mx;
-    exp_shifted(xr, e.data(), n, shift[r]);
-    ls[r] = std::log(row_sum(e.data(), n));
   }
 }
 

@@ -30,14 +30,18 @@ Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset) {
   return Tensor(make_pooled<TensorImpl>(t.impl()->storage, std::move(shape), std::move(strides), offset, t.dtype()));
 }
 
-Strides broadcast_strides(const Tensor& t, const Size& shape) {
-  const int64_t n = shape.size(), m = t.dim();
+Strides broadcast_strides(const int64_t* from, const int64_t* strides, int64_t m, const Size& shape) {
+  const int64_t n = shape.size();
   Strides st(static_cast<std::size_t>(n), 0);
   for (int64_t i = 0; i < m; ++i) {
     int64_t j = n - m + i;
-    st[static_cast<std::size_t>(j)] = t.shape()[i] == 1 && shape[j] != 1 ? 0 : t.strides()[static_cast<std::size_t>(i)];
+    st[static_cast<std::size_t>(j)] = from[i] == 1 && shape[j] != 1 ? 0 : strides[i];
   }
   return st;
+}
+
+Strides broadcast_strides(const Tensor& t, const Size& shape) {
+  return broadcast_strides(t.shape().vec().data(), t.strides().data(), t.dim(), shape);
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
@@ -60,7 +64,6 @@ void shape_error(const char* op, const std::string& what) {
 }
 
 }  // namespace detail
-
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
