@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/blas.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/blas.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -258,8 +258,13 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, double divisor) {
   if (needs_grad(q0, k0)) {
     const bool gq = q0.requires_grad(), gk = k0.requires_grad();
     record(y, "CausalQKSoftmaxBackward0", {q0, k0},
-           [sy = SavedTensor(y), sq = SavedTensor(q0), sk = SavedTensor(k0), gq, gk, batch, divisor](const Tensor& g) -> Grads {
-             return qk_backward(g.contiguous(), sy.get(), detail::blas_operand(sq.get()), detail::blas_operand(sk.get()), gq, gk,
+           [sy = SavedTensor(y, true), sq = SavedTensor(q0), sk = SavedTensor(k0), gq, gk, batch, divisor](const Tensor& g) -> Grads {
+             const Tensor y = sy.get(), q = sq.get(), k = sk.get();
+             if (needs_grad({&g, &y, &q, &k})) {  // recording the backward's graph: the rule in ag ops
+               const Tensor ds = causal_softmax_backward(g, y, divisor);
+               return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
+             }
+             return qk_backward(g.contiguous(), y, detail::blas_operand(q), detail::blas_operand(k), gq, gk,
                                 batch, divisor);
            });
   }
@@ -298,7 +303,11 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
     // named as PyTorch names weights @ values, which it replaces (printed modules show it)
     record(out, w0.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0", {w0, v0},
            [sw = SavedTensor(w0), sv = SavedTensor(v0), gw, gv, batch](const Tensor& g0) -> Grads {
-             const Tensor g = detail::blas_operand(g0), w = detail::blas_operand(sw.get()), v = detail::blas_operand(sv.get());
+             const Tensor wr = sw.get(), vr = sv.get();
+             if (needs_grad({&g0, &wr, &vr})) {  // recording the backward's graph: the rule in ag ops
+               return {gw ? tril(matmul(g0, vr.transpose(-2, -1))) : Tensor(), gv ? matmul(tril(wr).transpose(-2, -1), g0) : Tensor()};
+             }
+             const Tensor g = detail::blas_operand(g0), w = detail::blas_operand(wr), v = detail::blas_operand(vr);
              const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
              // every entry of dw is written below (GEMM or zero), unless there is no GEMM (e == 0)
              Tensor dw = gw ? gemm_output(batch, tq, tk, e > 0 ? tq : 0, g.dtype(), Tensor()) : Tensor();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "autograd/dtype.h"
+#include "autograd/functional.h"
 #include "autograd/generator.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph.h"

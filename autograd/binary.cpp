@@ -1,9 +1,10 @@
 // Binary elementwise ops with broadcasting and type promotion: + - * / pow, tensor or scalar
-// operands. Backward reduces each gradient back to its input's shape (sum_to).
+// operands. Backward reduces each gradient back to its input's shape (sum_to). The rules are
+// written in ag ops, so they record their own graph when differentiated with create_graph.
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -58,7 +59,7 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   SavedTensor sa(op == Op::Add || op == Op::Sub || !gb ? Tensor() : a);
   SavedTensor sb(op == Op::Add || op == Op::Sub ? Tensor() : b);
-  SavedTensor so(op == Op::Pow && gb ? out : Tensor());
+  SavedTensor so(op == Op::Pow && gb ? out : Tensor(), /*is_output=*/true);
   record(out, grad_name, {a, b}, [op, ga, gb, sa, sb, so, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {
     Tensor da, db;
     switch (op) {

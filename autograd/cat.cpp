@@ -1,7 +1,7 @@
 // cat and stack: join tensors along a dim. Backward hands each input its slice of the gradient.
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 

@@ -1,5 +1,5 @@
 // Copies: to(dtype), contiguous(), clone().
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 

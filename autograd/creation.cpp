@@ -2,7 +2,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 

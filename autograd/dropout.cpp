@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "autograd/format.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "autograd/functional.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/pool.h"
@@ -38,10 +39,40 @@ int64_t live_nodes() { return g_live_nodes.load(); }
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+EnableGradGuard::EnableGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { g_grad_enabled = prev_; }
 
-SavedTensor::SavedTensor(const Tensor& t) {
+namespace {
+// The node whose backward the engine is running on this thread: the grad_fn a saved output gets
+// back when it is unpacked while a graph is recorded.
+thread_local const std::shared_ptr<Node>* g_running = nullptr;
+
+class RunningNode {
+ public:
+  explicit RunningNode(const std::shared_ptr<Node>& n) : prev_(g_running) { g_running = &n; }
+  ~RunningNode() { g_running = prev_; }
+  RunningNode(const RunningNode&) = delete;
+  RunningNode& operator=(const RunningNode&) = delete;
+
+ private:
+  const std::shared_ptr<Node>* prev_;
+};
+
+class GradModeGuard {
+ public:
+  explicit GradModeGuard(bool on) : prev_(g_grad_enabled) { g_grad_enabled = on; }
+  ~GradModeGuard() { g_grad_enabled = prev_; }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+}  // namespace
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
-  t_ = t.detach();
+  t_ = is_output ? t.detach() : t;
   version_ = t.impl()->storage->version;
 }
 
@@ -53,6 +84,12 @@ Tensor SavedTensor::get() const {
         "[autograd] one of the tensors needed for gradient computation has been modified by an "
         "in-place operation: a tensor of shape " + t_.shape().str() + " is at version " +
         std::to_string(now) + "; expected version " + std::to_string(version_) + " instead");
+  }
+  if (is_output_ && g_grad_enabled && g_running) {  // the output, with its history: its own node
+    Tensor out = t_.detach();
+    out.impl()->grad_fn = *g_running;
+    out.impl()->requires_grad = true;
+    return out;
   }
   return t_;
 }
@@ -109,11 +146,15 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   record_n(out, name, inputs.data(), inputs.size(), std::move(fn));
 }
 
-// Adds g into a leaf's .grad. The first gradient is copied so .grad never aliases graph data.
+// Adds g into a leaf's .grad. Without a graph being recorded the first gradient is copied (so
+// .grad never aliases graph data) and later ones are added in place; while recording
+// (create_graph) the sum is out of place, so .grad carries the history of every gradient in it.
 static void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   Tensor gc = g.dtype() == leaf->dtype ? g : g.to(leaf->dtype);
   if (!leaf->grad) {
     leaf->grad = gc.clone().impl_ptr();
+  } else if (g_grad_enabled) {
+    leaf->grad = add(Tensor(leaf->grad), gc).impl_ptr();
   } else {
     Tensor(leaf->grad).add_(gc);
   }
@@ -126,36 +167,89 @@ static void check_grad(std::string_view name, std::size_t i, const Edge& e, cons
   }
 }
 
-void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) {
-  if (!root.requires_grad()) {
-    throw std::runtime_error(
-        "[backward] element 0 of tensors does not require grad and does not have a grad_fn");
+static Tensor sum_grads(const Tensor& a, const Tensor& b) { return a.defined() ? add(a, b) : b; }
+
+namespace {
+
+// What ag::grad asked for: the leaves and the nodes whose gradients are returned, by index.
+struct Targets {
+  std::vector<const TensorImpl*> leaves;  // per input: its impl if it is a leaf
+  std::vector<const Node*> nodes;         // per input: its grad_fn if it is not
+  bool empty() const { return leaves.empty(); }
+  bool is_leaf_target(const TensorImpl* t) const {
+    for (const TensorImpl* l : leaves)
+      if (l == t) return true;
+    return false;
   }
-  Tensor grad = grad_in;
-  if (!grad.defined()) {
-    if (root.numel() != 1) {
-      throw std::runtime_error("[backward] grad can be implicitly created only for scalar outputs; got shape " +
-                               root.shape().str());
+  bool is_node_target(const Node* n) const {
+    for (const Node* m : nodes)
+      if (m == n) return true;
+    return false;
+  }
+};
+
+// Marks which nodes lead to a target (ag::grad runs only those): post-order over the graph.
+void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pass) {
+  std::vector<std::pair<Node*, std::size_t>> stack;
+  for (Node* r : roots) {
+    if (r->needed >= 0) continue;
+    stack.emplace_back(r, 0);
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i == 0) n->needed = t.is_node_target(n) ? 1 : 0;
+      if (i < n->next.size()) {
+        const Edge& e = n->next[i++];
+        if (e.leaf && t.is_leaf_target(e.leaf.get())) n->needed = 1;
+        if (e.fn && e.fn->visited_in == pass) {
+          if (e.fn->needed < 0) stack.emplace_back(e.fn.get(), 0);
+          else if (e.fn->needed > 0) n->needed = 1;
+        }
+        continue;
+      }
+      const int8_t mine = n->needed;
+      stack.pop_back();
+      if (!stack.empty() && mine > 0) stack.back().first->needed = 1;
     }
-    grad = ones_like(root);
-  } else if (grad.shape() != root.shape()) {
-    throw std::invalid_argument("[backward] gradient of shape " + grad.shape().str() +
-                                " does not match the tensor's shape " + root.shape().str());
   }
-  NoGradGuard no_grad;
-  if (!root.grad_fn()) {  // backward on a leaf: its gradient is the seed itself
-    accumulate_leaf(root.impl(), grad);
-    return;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                                 bool create_graph, const std::vector<Tensor>& inputs) {
+  GradModeGuard mode(create_graph);
+  const bool accumulate = inputs.empty();
+  Targets targets;
+  for (const Tensor& in : inputs) {
+    targets.leaves.push_back(in.grad_fn() ? nullptr : in.impl());
+    targets.nodes.push_back(in.grad_fn().get());
   }
+  std::vector<Tensor> captured(inputs.size());
+  auto capture_leaf = [&](const TensorImpl* leaf, const Tensor& g) {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (targets.leaves[i] == leaf) captured[i] = sum_grads(captured[i], g);
+  };
 
   // 1. Iterative DFS over the graph: count, for each node, how many edges point at it.
-  static uint64_t pass = 0;
-  ++pass;
-  Node* root_node = root.grad_fn().get();
-  root_node->visited_in = pass;
-  root_node->pending_consumers = 0;
-  root_node->pending_grad = Tensor();
-  std::vector<Node*> stack{root_node};
+  static std::atomic<uint64_t> pass_counter{0};
+  const uint64_t pass = ++pass_counter;
+  std::vector<Node*> root_nodes;
+  for (std::size_t r = 0; r < roots.size(); ++r) {
+    Node* n = roots[r].grad_fn().get();
+    if (!n) {  // backward on a leaf: its gradient is the seed itself
+      if (accumulate) accumulate_leaf(roots[r].impl(), grads[r]);
+      else capture_leaf(roots[r].impl(), grads[r]);
+      continue;
+    }
+    if (n->visited_in != pass) {
+      n->visited_in = pass;
+      n->pending_consumers = 0;
+      n->pending_grad = Tensor();
+      n->needed = accumulate ? 1 : -1;
+      root_nodes.push_back(n);
+    }
+  }
+  std::vector<Node*> stack(root_nodes);
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
@@ -166,33 +260,58 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
         m->visited_in = pass;
         m->pending_consumers = 0;
         m->pending_grad = Tensor();
+        m->needed = accumulate ? 1 : -1;
         stack.push_back(m);
       }
       ++m->pending_consumers;
     }
   }
+  if (!accumulate) mark_needed(root_nodes, targets, pass);
 
   // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
   //    which are summed (a tensor used on two paths gets both contributions).
-  root_node->pending_grad = grad;
-  std::vector<std::shared_ptr<Node>> ready{root.grad_fn()};
+  for (std::size_t r = 0; r < roots.size(); ++r) {
+    Node* n = roots[r].grad_fn().get();
+    if (n) n->pending_grad = sum_grads(n->pending_grad, grads[r]);
+  }
+  std::vector<std::shared_ptr<Node>> ready;
+  for (std::size_t r = 0; r < roots.size(); ++r) {
+    const std::shared_ptr<Node>& n = roots[r].grad_fn();
+    if (n && n->needed > 0 && n->pending_consumers == 0) {
+      n->pending_consumers = -1;  // queued (a root listed twice is queued once)
+      ready.push_back(n);
+    }
+  }
   while (!ready.empty()) {
     std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
+    const Tensor g = std::move(node->pending_grad);
+    node->pending_grad = Tensor();
+    if (!accumulate) {  // an input that is not a leaf: its gradient is what reached its node
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (targets.nodes[i] == node.get() && g.defined()) captured[i] = sum_grads(captured[i], g);
+    }
+    // Whether anything past this node is wanted (always, for backward; for ag::grad, an input
+    // below it)
+    bool run = accumulate;
+    for (const Edge& e : node->next) {
+      if (run) break;
+      run = (e.leaf && targets.is_leaf_target(e.leaf.get())) || (e.fn && e.fn->needed > 0);
+    }
+    if (!run) continue;
     if (node->released) {
       throw std::runtime_error(
           "[backward] trying to backward through the graph a second time (" + std::string(node->name) +
           " was already freed). Specify retain_graph=true on the first backward call if you need to "
           "backward twice");
     }
-    const Tensor g = std::move(node->pending_grad);
-    node->pending_grad = Tensor();
 
-    Grads grads;
+    Grads node_grads;
     if (g.defined()) {
-      grads = node->backward(g);
-      if (grads.size() != node->next.size()) {
-        throw std::logic_error("[autograd] " + std::string(node->name) + " returned " + std::to_string(grads.size()) +
+      RunningNode running(node);
+      node_grads = node->backward(g);
+      if (node_grads.size() != node->next.size()) {
+        throw std::logic_error("[autograd] " + std::string(node->name) + " returned " + std::to_string(node_grads.size()) +
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
       }
     }
@@ -203,18 +322,81 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
     const auto& edges = node->next;
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
-      const bool has = i < grads.size() && grads[i].defined() && e.active();
-      if (has) check_grad(node->name, i, e, grads[i]);
-      if (e.leaf && has) accumulate_leaf(e.leaf.get(), grads[i]);
-      if (!e.fn) continue;
+      const bool has = i < node_grads.size() && node_grads[i].defined() && e.active();
+      if (has) check_grad(node->name, i, e, node_grads[i]);
+      if (e.leaf && has) {
+        if (accumulate) accumulate_leaf(e.leaf.get(), node_grads[i]);
+        else capture_leaf(e.leaf.get(), node_grads[i]);
+      }
+      if (!e.fn || e.fn->needed <= 0) continue;
       Node* m = e.fn.get();
-      if (has) m->pending_grad = m->pending_grad.defined() ? add(m->pending_grad, grads[i]) : grads[i];
+      if (has) m->pending_grad = sum_grads(m->pending_grad, node_grads[i]);
       if (--m->pending_consumers == 0) ready.push_back(e.fn);
     }
     if (!retain_graph) node->next.clear();
   }
+  return captured;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const { run_backward(*this, gradient, retain_graph); }
+// The seed of each root: the given gradient (shape checked) or, for a one-element root, 1.
+static std::vector<Tensor> seeds(const char* op, const std::vector<Tensor>& roots, const std::vector<Tensor>& given) {
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    if (!r.defined()) throw std::invalid_argument(std::string("[") + op + "] output " + std::to_string(i) + " is undefined");
+    if (!r.requires_grad()) {
+      throw std::runtime_error(std::string("[") + op + "] element " + std::to_string(i) +
+                               " of tensors does not require grad and does not have a grad_fn");
+    }
+    const Tensor g = i < given.size() ? given[i] : Tensor();
+    if (!g.defined()) {
+      if (r.numel() != 1) {
+        throw std::runtime_error(std::string("[") + op + "] grad can be implicitly created only for scalar outputs; got shape " +
+                                 r.shape().str());
+      }
+      out.push_back(ones_like(r));
+    } else if (g.shape() != r.shape()) {
+      throw std::invalid_argument(std::string("[") + op + "] gradient of shape " + g.shape().str() +
+                                  " does not match the shape " + r.shape().str() + " of output " + std::to_string(i));
+    } else {
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  if (!defined()) throw std::invalid_argument("[backward] called on an undefined tensor");
+  const std::vector<Tensor> roots{*this};
+  run_backward(roots, seeds("backward", roots, {gradient}), retain_graph.value_or(create_graph), create_graph);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph, bool create_graph,
+                         bool allow_unused) {
+  if (outputs.empty()) throw std::invalid_argument("[grad] expected at least one output");
+  if (inputs.empty()) throw std::invalid_argument("[grad] expected at least one input");
+  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
+    throw std::invalid_argument("[grad] got " + std::to_string(grad_outputs.size()) + " grad_outputs for " +
+                                std::to_string(outputs.size()) + " outputs; give one per output (or none)");
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) throw std::invalid_argument("[grad] input " + std::to_string(i) + " is undefined");
+    if (!inputs[i].requires_grad()) {
+      throw std::runtime_error("[grad] One of the differentiated Tensors does not require grad (input " +
+                               std::to_string(i) + ", shape " + inputs[i].shape().str() + ")");
+    }
+  }
+  std::vector<Tensor> out =
+      run_backward(outputs, seeds("grad", outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph, inputs);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].defined() && !allow_unused) {
+      throw std::runtime_error("[grad] One of the differentiated Tensors appears to not have been used in the graph "
+                               "(input " + std::to_string(i) + ", shape " + inputs[i].shape().str() +
+                               "). Set allow_unused=true if this is the desired behavior.");
+    }
+  }
+  return out;
+}
 
 }  // namespace ag

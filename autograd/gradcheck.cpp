@@ -1,12 +1,15 @@
 #include "autograd/gradcheck.h"
 
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
+#include "autograd/functional.h"
 #include "autograd/ops.h"
+#include "autograd/random.h"
 
 namespace ag {
 
@@ -26,19 +29,19 @@ std::vector<double> eval_flat(const GradcheckFn& fn, const std::vector<Tensor>& 
   return out.to_vector<double>();
 }
 
-}  // namespace
-
-GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
-                                 double rtol) {
+// The check itself; `where(j, k, i)` says in words which output element j, input k and element i
+// a mismatch is at.
+GradcheckResult check_jacobian(const char* op, const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
+                               double rtol, const std::function<std::string(int64_t, std::size_t, std::size_t)>& where) {
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].defined() && inputs[k].requires_grad() && inputs[k].dtype() != kFloat64) {
-      throw std::invalid_argument("[gradcheck] input " + std::to_string(k) + " is " + dtype_name(inputs[k].dtype()) +
+      throw std::invalid_argument(std::string("[") + op + "] input " + std::to_string(k) + " is " + dtype_name(inputs[k].dtype()) +
                                   "; gradcheck needs float64 inputs (finite differences in float32 are too noisy)");
     }
   }
   Tensor out = fn(inputs);
   if (out.dtype() != kFloat64) {
-    throw std::invalid_argument("[gradcheck] the function returned " + dtype_name(out.dtype()) + "; expected float64");
+    throw std::invalid_argument(std::string("[") + op + "] the function returned " + dtype_name(out.dtype()) + "; expected float64");
   }
   const int64_t n_out = out.numel();
 
@@ -90,8 +93,7 @@ GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor
           res.ok = false;
           std::ostringstream os;
           os.precision(10);
-          os << "[gradcheck] Jacobian mismatch for output element " << j << " with respect to input " << k << " (shape "
-             << in.shape().str() << "), element " << i << ": numerical " << num << ", analytical " << an;
+          os << "[" << op << "] " << where(j, k, i) << ": numerical " << num << ", analytical " << an;
           res.message = os.str();
         }
       }
@@ -103,6 +105,117 @@ GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor
     res.message = os.str();
   }
   return res;
+}
+
+}  // namespace
+
+GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
+                                 double rtol) {
+  return check_jacobian("gradcheck", fn, inputs, eps, atol, rtol, [&](int64_t j, std::size_t k, std::size_t i) {
+    return "Jacobian mismatch for output element " + std::to_string(j) + " with respect to input " + std::to_string(k) +
+           " (shape " + inputs[k].shape().str() + "), element " + std::to_string(i);
+  });
+}
+
+GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& grad_outputs, double eps, double atol, double rtol) {
+  std::vector<std::size_t> diff;  // the inputs fn is differentiated with respect to
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    if (inputs[k].defined() && inputs[k].requires_grad()) diff.push_back(k);
+  if (diff.empty()) throw std::invalid_argument("[gradgradcheck] no input requires grad");
+  for (std::size_t k : diff) {
+    if (inputs[k].dtype() != kFloat64) {
+      throw std::invalid_argument("[gradgradcheck] input " + std::to_string(k) + " is " + dtype_name(inputs[k].dtype()) +
+                                  "; gradgradcheck needs float64 inputs (finite differences in float32 are too noisy)");
+    }
+  }
+  const Tensor out0 = fn(inputs);
+  Tensor go;
+  if (grad_outputs.empty()) {  // random, as PyTorch draws them: uniform in [-1, 1), requiring grad
+    go = empty(out0.shape().vec(), kFloat64);
+    uniform_(go, -1.0, 1.0);
+  } else {
+    if (grad_outputs.size() != 1 || !grad_outputs[0].defined() || grad_outputs[0].shape() != out0.shape() ||
+        grad_outputs[0].dtype() != kFloat64) {
+      throw std::invalid_argument("[gradgradcheck] expected one float64 grad_output of the output's shape " +
+                                  out0.shape().str() + ", got " + std::to_string(grad_outputs.size()) + " tensors" +
+                                  (grad_outputs.empty() || !grad_outputs[0].defined()
+                                       ? std::string()
+                                       : " (the first of shape " + grad_outputs[0].shape().str() + ", " +
+                                             dtype_name(grad_outputs[0].dtype()) + ")"));
+    }
+    go = grad_outputs[0].detach();
+  }
+  go.requires_grad_(true);
+
+  // (inputs..., grad_output) -> the gradients of fn's output seeded with grad_output, with respect
+  // to the inputs that require grad, flattened into one vector; computed with create_graph so
+  // that gradcheck differentiates the backward pass itself.
+  const std::size_t n = inputs.size();
+  std::vector<int64_t> starts;  // where each differentiated input's gradient starts in the vector
+  int64_t total = 0;
+  for (std::size_t k : diff) {
+    starts.push_back(total);
+    total += inputs[k].numel();
+  }
+  GradcheckFn grad_fn = [&fn, &diff, n, total](const std::vector<Tensor>& ext) {
+    EnableGradGuard grad_mode;
+    const std::vector<Tensor> x(ext.begin(), ext.begin() + static_cast<std::ptrdiff_t>(n));
+    const Tensor out = fn(x);
+    std::vector<Tensor> wrt;
+    for (std::size_t k : diff) wrt.push_back(x[k]);
+    std::vector<Tensor> g(wrt.size());
+    if (out.requires_grad()) g = grad({out}, wrt, {ext[n]}, /*retain_graph=*/true, /*create_graph=*/true, /*allow_unused=*/true);
+    std::vector<Tensor> flat;
+    for (std::size_t i = 0; i < g.size(); ++i) flat.push_back(g[i].defined() ? g[i].reshape({-1}) : zeros({wrt[i].numel()}, kFloat64));
+    return total ? cat(flat, 0) : zeros({0}, kFloat64);
+  };
+  std::vector<Tensor> ext(inputs);
+  ext.push_back(go);
+  // First, the recorded first derivatives (the rules in ag ops) must equal the ones a backward
+  // without create_graph computes (the fast kernels, which gradcheck holds to finite differences):
+  // the check below differentiates the recorded ones, so on its own it would accept a wrong rule
+  // whose derivative is consistent with it.
+  {
+    const std::vector<double> recorded = eval_flat(grad_fn, ext);
+    std::vector<Tensor> wrt;
+    for (std::size_t k : diff) wrt.push_back(inputs[k]);
+    const Tensor out = fn(inputs);
+    std::vector<Tensor> g(wrt.size());
+    if (out.requires_grad()) g = grad({out}, wrt, {go}, /*retain_graph=*/false, /*create_graph=*/false, /*allow_unused=*/true);
+    for (std::size_t a = 0; a < g.size(); ++a) {
+      const std::vector<double> fast =
+          g[a].defined() ? g[a].to_vector<double>() : std::vector<double>(static_cast<std::size_t>(wrt[a].numel()), 0.0);
+      for (std::size_t e = 0; e < fast.size(); ++e) {
+        const double r = recorded[static_cast<std::size_t>(starts[a]) + e];
+        const double err = std::abs(r - fast[e]);
+        if (err > atol + rtol * std::abs(fast[e]) || std::isnan(r) != std::isnan(fast[e])) {
+          std::ostringstream os;
+          os.precision(10);
+          os << "[gradgradcheck] the gradient of input " << diff[a] << " (shape " << wrt[a].shape().str() << "), element " << e
+             << ", is " << r << " when its backward is recorded (create_graph) but " << fast[e]
+             << " without: a backward rule and its fast kernel disagree";
+          return GradcheckResult{false, err, os.str()};
+        }
+      }
+    }
+  }
+  return check_jacobian("gradgradcheck", grad_fn, ext, eps, atol, rtol, [&](int64_t j, std::size_t k, std::size_t i) {
+    std::size_t a = 0;  // output element j is element j - starts[a] of the gradient of input diff[a]
+    while (a + 1 < starts.size() && starts[a + 1] <= j) ++a;
+    std::string wrt = k < n ? "input " + std::to_string(k) + " (shape " + inputs[k].shape().str() + ")"
+                            : "the grad_output (shape " + go.shape().str() + ")";
+    return "second derivative mismatch: element " + std::to_string(j - starts[a]) + " of the gradient of input " +
+           std::to_string(diff[a]) + " (shape " + inputs[diff[a]].shape().str() + ") with respect to " + wrt + ", element " +
+           std::to_string(i);
+  });
+}
+
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs, double eps,
+                   double atol, double rtol) {
+  GradcheckResult r = gradgradcheck_result(fn, inputs, grad_outputs, eps, atol, rtol);
+  if (!r.ok) throw std::runtime_error(r.message);
+  return true;
 }
 
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {

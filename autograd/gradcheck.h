@@ -28,4 +28,19 @@ GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,
                double rtol = 1e-3);
 
+// gradgradcheck (torch.autograd.gradgradcheck): gradcheck of the second derivatives. The function
+// checked is (inputs..., grad_output) -> ag::grad(fn(inputs), inputs that require grad,
+// grad_output, create_graph=true), flattened into one vector: its analytical Jacobian comes from
+// differentiating the graph that backward pass recorded, its numerical one from finite differences
+// of the first-order gradients. grad_outputs: one float64 tensor of fn's output shape, or empty to
+// draw it uniformly from [-1, 1) as PyTorch does (from the default generator). float64 only. The
+// report names the gradient and element, the input (or grad_output) and element, numerical vs
+// analytical and the max error.
+GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& grad_outputs = {}, double eps = 1e-6, double atol = 1e-5,
+                                     double rtol = 1e-3);
+// The same, throwing std::runtime_error with the failure message; returns true otherwise.
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs = {},
+                   double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3);
+
 }  // namespace ag

@@ -1,8 +1,9 @@
-// Gathers: index_select and embedding. Backward scatters the gradient back with +=, so an index
-// that appears several times accumulates all its gradients.
+// Gathers and their scatter: index_select, embedding and index_add. The backward of a gather is
+// an index_add (a scatter with +=, so an index that appears several times accumulates all its
+// gradients), and index_add's backward is a gather.
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -24,6 +25,10 @@ std::vector<int64_t> checked_indices(const Tensor& index, int64_t size, const ch
     if (i < 0) i += size;
   }
   return idx;
+}
+
+Tensor index_tensor(const std::vector<int64_t>& idx) {
+  return from_vector(idx, {static_cast<int64_t>(idx.size())});
 }
 
 // src viewed as (outer, n, inner) contiguous -> out (outer, idx.size(), inner).
@@ -49,24 +54,35 @@ Tensor gather(const Tensor& src, int64_t dim, const std::vector<int64_t>& idx) {
   return out;
 }
 
-// The backward of gather: zeros of `shape`, then out[.., idx[j], ..] += g[.., j, ..].
-Tensor scatter_add(const Tensor& g0, const Size& shape, int64_t dim, const std::vector<int64_t>& idx) {
-  const Tensor g = g0.contiguous();
-  Tensor out = zeros(shape.vec(), g.dtype());
+// out[.., idx[j], ..] += alpha * src[.., j, ..] over a contiguous out (the scatter of index_add,
+// and the backward of gather).
+void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::vector<int64_t>& idx, double alpha = 1.0) {
+  const Tensor src = src0.contiguous();
+  const Size& shape = out.shape();
   const int64_t n = shape[dim], k = static_cast<int64_t>(idx.size());
   int64_t in = 1, outer = 1;
   for (int64_t d = dim + 1; d < shape.size(); ++d) in *= shape[d];
   for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
-  dispatch_float(g.dtype(), "index_backward", [&]<typename T>() {
-    const T* pg = g.data_ptr<T>();
+  dispatch_float(out.dtype(), "index_add", [&]<typename T>() {
+    const T* pg = src.data_ptr<T>();
     T* po = out.data_ptr<T>();
+    const T a = static_cast<T>(alpha);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < k; ++j) {
         T* dst = po + (o * n + idx[static_cast<std::size_t>(j)]) * in;
-        const T* src = pg + (o * k + j) * in;
-        for (int64_t e = 0; e < in; ++e) dst[e] += src[e];
+        const T* s = pg + (o * k + j) * in;
+        if (a == T(1))
+          for (int64_t e = 0; e < in; ++e) dst[e] += s[e];
+        else
+          for (int64_t e = 0; e < in; ++e) dst[e] += a * s[e];
       }
   });
+}
+
+// The backward of gather as one loop: zeros of `shape`, then out[.., idx[j], ..] += g[.., j, ..].
+Tensor scatter_add(const Tensor& g, const Size& shape, int64_t dim, const std::vector<int64_t>& idx) {
+  Tensor out = zeros(shape.vec(), g.dtype());
+  scatter_add_into(out, g, dim, idx);
   return out;
 }
 
@@ -79,9 +95,39 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t.shape()[dim], "index_select", t.shape(), dim));
   Tensor out = gather(t, dim, *idx);
   if (needs_grad(t)) {
-    // out = t.index_select(dim, idx)  =>  dt[.., idx[j], ..] += g[.., j, ..]
+    // out = t.index_select(dim, idx)  =>  dt = index_add(zeros like t, dim, idx, g)
     record(out, "IndexSelectBackward0", {t}, [idx, dim, from = t.shape()](const Tensor& g) -> Grads {
-      return {scatter_add(g, from, dim, *idx)};
+      if (!needs_grad(g)) return {scatter_add(g, from, dim, *idx)};
+      return {index_add(zeros(from.vec(), g.dtype()), dim, index_tensor(*idx), g)};
+    });
+  }
+  return out;
+}
+
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+  if (index.dim() > 1) detail::shape_error("index_add", "index must be 0-D or 1-D, got shape " + index.shape().str());
+  if (t.dim() == 0) detail::shape_error("index_add", "cannot index a 0-dim tensor");
+  dim = wrap_dim(dim, t.dim(), "index_add", t.shape());
+  Size expect = t.shape();
+  expect[dim] = index.numel();
+  if (source.shape() != expect || source.dtype() != t.dtype() || !t.is_floating_point()) {
+    detail::shape_error("index_add", "source of shape " + source.shape().str() + " (" + dtype_name(source.dtype()) +
+                                         ") does not fit input " + t.shape().str() + " (" + dtype_name(t.dtype()) +
+                                         ") with " + std::to_string(index.numel()) + " indices along dim " +
+                                         std::to_string(dim) + "; expected a floating source of shape " + expect.str());
+  }
+  auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t.shape()[dim], "index_add", t.shape(), dim));
+  Tensor out = detail::make_tensor(t.shape(), t.dtype());
+  detail::copy_into(out, t);
+  scatter_add_into(out, source, dim, *idx, alpha);
+  if (needs_grad(t, source)) {
+    // out = t with out[.., idx[j], ..] += alpha source[.., j, ..]  =>  dt = g,
+    // dsource = alpha g.index_select(dim, idx)
+    const bool gs = source.requires_grad();
+    record(out, "IndexAddBackward0", {t, source}, [idx, dim, alpha, gs](const Tensor& g) -> Grads {
+      Tensor ds = gs ? index_select(g, dim, index_tensor(*idx)) : Tensor();
+      if (ds.defined() && alpha != 1.0) ds = ds * alpha;
+      return {g, ds};
     });
   }
   return out;
@@ -95,9 +141,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   os.vec().push_back(weight.size(1));
   Tensor out = detail::alias(rows, os, contiguous_strides(os), 0);
   if (needs_grad(weight)) {
-    // out[i..] = weight[indices[i..]]  =>  dweight[indices[i..]] += g[i..]
+    // out[i..] = weight[indices[i..]]  =>  dweight = index_add(zeros like weight, 0, indices, g as rows)
     record(out, "EmbeddingBackward0", {weight}, [idx, from = weight.shape()](const Tensor& g) -> Grads {
-      return {scatter_add(reshape(g, {static_cast<int64_t>(idx->size()), from[1]}), from, 0, *idx)};
+      const Tensor rows = reshape(g, {static_cast<int64_t>(idx->size()), from[1]});
+      if (!needs_grad(g)) return {scatter_add(rows, from, 0, *idx)};
+      return {index_add(zeros(from.vec(), g.dtype()), 0, index_tensor(*idx), rows)};
     });
   }
   return out;

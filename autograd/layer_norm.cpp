@@ -3,11 +3,33 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
 namespace ag {
+
+namespace {
+
+// layer_norm's rule over (M, N) rows with the forward's xhat and rstd, as few passes as ag ops
+// allow without a graph (its fast path).
+Grads layer_norm_backward_kernel(const Tensor& g0, const Tensor& h, const Tensor& r, const Tensor& w, int64_t M, int64_t N,
+                                 const Size& ns, bool gx, bool gw, bool gb) {
+  const Tensor g = g0.contiguous();
+  Tensor dx, dw, db;
+  const std::vector<int64_t> rows{M, N};
+  if (gb) db = reshape(sum(reshape(g, rows), {0}), ns.vec());
+  if (gw) dw = reshape(sum(mul(reshape(g, rows), reshape(h, rows)), {0}), ns.vec());
+  if (gx) {
+    Tensor dh = w.defined() ? mul(reshape(g, rows), reshape(w, {N})) : reshape(g, rows);
+    Tensor hr = reshape(h, rows);
+    Tensor inner = sub(sub(dh, mean(dh, {1}, true)), mul(hr, mean(mul(dh, hr), {1}, true)));
+    dx = reshape(mul(inner, reshape(r, {M, 1})), g.shape().vec());
+  }
+  return {dx, dw, db};
+}
+
+}  // namespace
 
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
@@ -63,19 +85,23 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
     //   db = sum_rows g,  dw = sum_rows g * xhat,
     //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = g * w
     record(y, "NativeLayerNormBackward0", {x, weight, bias},
-           [gx, gw, gb, M, N, sh = SavedTensor(xhat), sr = SavedTensor(rstd_t), sw = SavedTensor(weight.defined() ? weight : Tensor()),
-            ns](const Tensor& g0) -> Grads {
-             const Tensor g = g0.contiguous();
-             const Tensor h = sh.get(), r = sr.get(), w = sw.get();
+           [gx, gw, gb, M, N, eps, sx = SavedTensor(x), sh = SavedTensor(xhat), sr = SavedTensor(rstd_t),
+            sw = SavedTensor(weight.defined() ? weight : Tensor()), ns](const Tensor& g) -> Grads {
+             const Tensor xv = sx.get(), w = sw.get();
+             if (!needs_grad({&g, &xv, &w})) return layer_norm_backward_kernel(g, sh.get(), sr.get(), w, M, N, ns, gx, gw, gb);
+             // recording the backward's graph: the rule in ag ops, with xhat and rstd recomputed
+             // from x so that they carry its history
+             DimVector dims;
+             for (int64_t d = -ns.size(); d < 0; ++d) dims.push_back(d);
+             const Tensor xc = xv - mean(xv, dims, true);
+             const Tensor rstd = pow(mean(xc * xc, dims, true) + eps, -0.5);
+             const Tensor h = xc * rstd;
              Tensor dx, dw, db;
-             const std::vector<int64_t> rows{M, N};
-             if (gb) db = reshape(sum(reshape(g, rows), {0}), ns.vec());
-             if (gw) dw = reshape(sum(mul(reshape(g, rows), reshape(h, rows)), {0}), ns.vec());
+             if (gb) db = sum_to(g, ns);
+             if (gw) dw = sum_to(g * h, ns);
              if (gx) {
-               Tensor dh = w.defined() ? mul(reshape(g, rows), reshape(w, {N})) : reshape(g, rows);
-               Tensor hr = reshape(h, rows);
-               Tensor inner = sub(sub(dh, mean(dh, {1}, true)), mul(hr, mean(mul(dh, hr), {1}, true)));
-               dx = reshape(mul(inner, reshape(r, {M, 1})), g.shape().vec());
+               const Tensor dh = w.defined() ? g * w : g;
+               dx = rstd * (dh - mean(dh, dims, true) - h * mean(dh * h, dims, true));
              }
              return {dx, dw, db};
            });

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -57,6 +57,45 @@ Tensor nll_value(const Targets& targets, DType dtype, LogP logp) {
               dtype);
 }
 
+// nll_loss's rule in ag ops: dlogp = -g / count at (i, t_i) for the rows that count, 0 elsewhere.
+Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64_t count, const Size& shape) {
+  Tensor hit = zeros(shape.vec(), kBool);  // true at (i, t_i)
+  uint8_t* p = hit.data_ptr<uint8_t>();
+  const int64_t c = shape[shape.size() - 1];
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= 0) p[static_cast<int64_t>(i) * c + ids[i]] = 1;
+  return masked_fill(expand(-g / static_cast<double>(count), shape.vec()), logical_not(hit), 0.0);
+}
+
+// The same rule as one loop (its fast path).
+Tensor nll_loss_backward_kernel(const Tensor& g, const std::vector<int64_t>& tg, int64_t count, const Size& from, int64_t n,
+                                int64_t c) {
+  Tensor d = zeros(from.vec(), g.dtype());
+  dispatch_float(g.dtype(), "nll_loss_backward", [&]<typename T>() {
+    const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
+    T* p = d.data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i)
+      if (tg[static_cast<std::size_t>(i)] >= 0) p[i * c + tg[static_cast<std::size_t>(i)]] = v;
+  });
+  return d;
+}
+
+// cross_entropy's rule (log_softmax's rule of nll_loss's) as one pass over the logits, from the
+// per-row shift and log-sum the forward kept (its fast path).
+Tensor cross_entropy_backward_kernel(const Tensor& g, const Tensor& x0, const Tensor& stats, const std::vector<int64_t>& ids,
+                                     int64_t count, int64_t n, int64_t c) {
+  const Tensor x = x0.contiguous();
+  Tensor dx = detail::make_tensor(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), "cross_entropy_backward", [&]<typename T>() {
+    const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
+    std::vector<T> per_row(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) per_row[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] >= 0 ? v : T(0);
+    const T* shift = stats.data_ptr<T>();
+    detail::cross_entropy_backward(x.data_ptr<T>(), shift, shift + n, ids.data(), per_row.data(), n, c, dx.data_ptr<T>());
+  });
+  return dx;
+}
+
 }  // namespace
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
@@ -73,14 +112,8 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) 
   if (needs_grad(logp)) {
     //  =>  dlogp[i, t_i] = -g / count for the counted rows, 0 elsewhere
     record(out, "NllLossBackward0", {logp}, [tg, count, from = logp.shape(), n, c](const Tensor& g) -> Grads {
-      Tensor d = zeros(from.vec(), g.dtype());
-      dispatch_float(g.dtype(), "nll_loss_backward", [&]<typename T>() {
-        const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
-        T* p = d.data_ptr<T>();
-        for (int64_t i = 0; i < n; ++i)
-          if (tg[static_cast<std::size_t>(i)] >= 0) p[i * c + tg[static_cast<std::size_t>(i)]] = v;
-      });
-      return {d};
+      if (!needs_grad(g)) return {nll_loss_backward_kernel(g, tg, count, from, n, c)};
+      return {nll_loss_backward(g, tg, count, from)};
     });
   }
   return out;
@@ -114,16 +147,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
     // loss = -(1/count) sum_i log_softmax(x)[i, t_i]  =>  dx = log_softmax's backward of -g/count at the targets
     record(out, "NllLossBackward0", {logits},
            [sx = SavedTensor(logits), stats, ids = targets.ids, count, n, c](const Tensor& g) -> Grads {
-             const Tensor x = sx.get().contiguous();
-             Tensor dx = detail::make_tensor(x.shape(), x.dtype());
-             dispatch_float(x.dtype(), "cross_entropy_backward", [&]<typename T>() {
-               const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
-               std::vector<T> per_row(static_cast<std::size_t>(n));
-               for (int64_t i = 0; i < n; ++i) per_row[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] >= 0 ? v : T(0);
-               const T* shift = stats.data_ptr<T>();
-               detail::cross_entropy_backward(x.data_ptr<T>(), shift, shift + n, ids.data(), per_row.data(), n, c, dx.data_ptr<T>());
-             });
-             return {dx};
+             const Tensor x = sx.get();
+             if (!needs_grad(g, x)) return {cross_entropy_backward_kernel(g, x, stats, ids, count, n, c)};
+             // recording the backward's graph: nll_loss's rule, then log_softmax's
+             const Tensor logp = log_softmax(x, -1);
+             const Tensor dlogp = nll_loss_backward(g, ids, count, x.shape());
+             return {dlogp - exp(logp) * sum(dlogp, {-1}, true)};
            });
   }
   return out;

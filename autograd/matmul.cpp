@@ -4,8 +4,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "autograd/blas.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/blas.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -109,9 +109,14 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
     // out = a @ b  =>  da = g @ b^T, db = a^T @ g, each summed over broadcast batch dims
     record(out, name, {a, b}, [ga, gb, sa, sb, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {
       Tensor da, db;
-      if (ga) da = sum_to(bmm_kernel(g, transpose(sb.get(), -1, -2)), as);
+      const Tensor av = sa.get(), bv = sb.get();
+      if (needs_grad({&g, &av, &bv})) {  // recording the backward's graph: the rule in ag ops
+        if (ga) da = sum_to(matmul(g, transpose(bv, -1, -2)), as);
+        if (gb) db = sum_to(matmul(transpose(av, -1, -2), g), bs);
+        return {da, db};
+      }
+      if (ga) da = sum_to(bmm_kernel(g, transpose(bv, -1, -2)), as);
       if (gb) {
-        const Tensor av = sa.get();
         // b (k, n) shared by every batch index: db = sum over batch of a^T g is one GEMM over all
         // rows (K = batch * m), as PyTorch computes it, instead of one GEMM per batch index and a sum
         if (bs.size() == 2 && rows_foldable(av))
@@ -198,6 +203,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     record(out, "AddmmBackward0", {bias, x, weight}, [gx, gw, gb, sx, sw](const Tensor& g) -> Grads {
       Tensor db, dx, dw;
       if (gb) db = sum(g, {0});
+      const Tensor xv = sx.get(), wv = sw.get();
+      if (needs_grad({&g, &xv, &wv})) {  // recording the backward's graph: the rule in ag ops
+        if (gx) dx = matmul(g, wv);
+        if (gw) dw = matmul(g.t(), xv);
+        return {db, dx, dw};
+      }
       if (gx) dx = bmm_kernel(g, sw.get());
       if (gw) dw = bmm_kernel(transpose(g, 0, 1), sx.get());
       return {db, dx, dw};

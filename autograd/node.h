@@ -116,19 +116,27 @@ struct Node {
   uint64_t visited_in = 0;
   int pending_consumers = 0;
   Tensor pending_grad;
+  int8_t needed = -1;  // ag::grad: whether the node leads to an input (-1 not known yet)
 };
 
-// A tensor kept for backward: a detached alias (so no cycle through grad_fn) and the storage
-// version at the time it was saved. get() throws if the storage was modified in place since.
+// A tensor kept for backward, as PyTorch's SavedVariable keeps it, with the storage version at
+// the time it was saved: get() throws if the storage was modified in place since.
+//  - An input (or any tensor that is not the op's own output) is kept as it is, history and all,
+//    so a backward pass that records its graph (create_graph) differentiates through it.
+//  - The op's own output is kept as a detached alias: keeping it with its grad_fn would be a
+//    reference cycle (node -> saved output -> node). get() gives it back its history only while
+//    a graph is being recorded: it is only ever unpacked by its own node's backward, which the
+//    engine is running, so that node is its grad_fn (PyTorch's unpack(saved_for) does the same).
 class SavedTensor {
  public:
   SavedTensor() = default;
-  explicit SavedTensor(const Tensor& t);
+  explicit SavedTensor(const Tensor& t, bool is_output = false);
   Tensor get() const;
 
  private:
   Tensor t_;
   uint64_t version_ = 0;
+  bool is_output_ = false;
 };
 
 // Grad mode: ops record history only when it is enabled (the default).
@@ -146,7 +154,22 @@ class NoGradGuard {
   bool prev_;
 };
 
-// True if an op over these inputs must record a node.
+// RAII: enables history recording in its scope, like torch.enable_grad() (e.g. inside a
+// NoGradGuard, to build a graph that will be differentiated).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// True if an op over these inputs must record a node. A backward rule asks the same of its
+// gradient and saved tensors to choose between its composed formula (which records the
+// backward's own graph) and a fast kernel (nothing to record).
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 inline bool needs_grad(const Tensor& a) { return needs_grad({&a}); }
 inline bool needs_grad(const Tensor& a, const Tensor& b) { return needs_grad({&a, &b}); }
@@ -160,7 +183,12 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
 // Number of nodes alive right now (for tests that prove graphs are freed).
 int64_t live_nodes();
 
-// Runs backward from `root` with the given output gradient (see Tensor::backward).
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+// The engine. Runs backward from `roots`, seeded with `grads` (one per root, already checked).
+// With `inputs` empty, gradients of leaves accumulate into their .grad (Tensor::backward) and
+// nothing is returned; otherwise only the nodes that lead to an input run, nothing touches any
+// .grad, and the gradient of each input is returned (undefined if none reached it): ag::grad.
+// With create_graph the backward rules run with grad mode on, so the pass records its own graph.
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                                 bool create_graph, const std::vector<Tensor>& inputs = {});
 
 }  // namespace ag

@@ -97,6 +97,7 @@ Tensor sqrt(const Tensor& t);
 Tensor tanh(const Tensor& t);
 Tensor sigmoid(const Tensor& t);
 Tensor relu(const Tensor& t);
+Tensor erf(const Tensor& t);
 // approximate: "none" (erf, the default) or "tanh"
 Tensor gelu(const Tensor& t, const std::string& approximate = "none");
 
@@ -142,6 +143,9 @@ Tensor log_softmax(const Tensor& t, int64_t dim);
 // exponentiated, and there is no mask tensor, masked copy or divided copy. grad_fn
 // CausalSoftmaxBackward0 (PyTorch 1.13 has no such op; its graph shows the three ops).
 Tensor causal_softmax(const Tensor& scores, double divisor = 1.0);
+// Its rule in ag ops, from the output gradient g and the output y (also causal_qk_softmax's):
+//   masked_fill(y * (g - sum(g * y, -1, keepdim)) / divisor, above the diagonal, 0)
+Tensor causal_softmax_backward(const Tensor& g, const Tensor& y, double divisor);
 
 // ---- causal attention GEMMs (attention.cpp) ----
 // The two GEMMs of causal attention computed on the blocks on or below the diagonal only (query i
@@ -173,6 +177,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // ---- gathering (index.cpp): repeated indices accumulate in backward ----
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
 Tensor embedding(const Tensor& weight, const Tensor& indices);  // indices (*) -> (*, dim)
+// torch.index_add: a copy of t with out[.., index[j], ..] += alpha * source[.., j, ..] along dim.
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
 
 // ---- losses and normalization (loss.cpp, layer_norm.cpp) ----
 // logits (N, C) or (C), target int64 (N) or (); mean over targets != ignore_index.

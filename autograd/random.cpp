@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "autograd/inplace.h"
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/ops.h"
 
 namespace ag {

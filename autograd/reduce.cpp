@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -97,6 +97,24 @@ Tensor rows_along(const Tensor& t, int64_t dim) {
   return permute(t, perm).contiguous();
 }
 
+// max(dim)'s backward as one loop: zeros of `shape` with gi (keepdim layout) placed at the
+// positions idx picks along dim.
+Tensor max_backward_kernel(const Tensor& gi, const Tensor& idx, const Size& shape, int64_t dim) {
+  Tensor out = zeros(shape.vec(), gi.dtype());
+  const Tensor gc = gi.contiguous(), ic = idx.contiguous();
+  const Size ks = gc.shape();
+  const Strides gs = gc.strides(), os = out.strides();
+  dispatch_float(gi.dtype(), "max_backward", [&]<typename T>() {
+    const T* pg = gc.data_ptr<T>();
+    const int64_t* pix = ic.data_ptr<int64_t>();
+    T* po = out.data_ptr<T>();
+    detail::walk<2>(ks, {&os, &gs}, {0, 0}, [&](const std::array<int64_t, 2>& o) {
+      po[o[0] + pix[o[1]] * os[static_cast<std::size_t>(dim)]] += pg[o[1]];
+    });
+  });
+  return out;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& t) { return reduce_sum(t, {}, false, false, "SumBackward0"); }
@@ -138,7 +156,7 @@ Tensor max(const Tensor& t) {
   });
   if (needs_grad(t)) {
     // out = max(t)  =>  dt = g / k at each of the k positions equal to the max, 0 elsewhere
-    record(out, "MaxBackward1", {t}, [st = SavedTensor(t), so = SavedTensor(out)](const Tensor& g) -> Grads {
+    record(out, "MaxBackward1", {t}, [st = SavedTensor(t), so = SavedTensor(out, /*is_output=*/true)](const Tensor& g) -> Grads {
       Tensor hit = eq(st.get(), so.get()).to(g.dtype());
       return {mul(hit, div(g, sum(hit)))};
     });
@@ -182,24 +200,14 @@ std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
     }
   });
   if (needs_grad(t)) {
-    // values = t.max(dim)  =>  dt = zeros with g placed at each row's argmax
+    // values = t.max(dim)  =>  dt = g at each row's argmax along dim, 0 elsewhere
     record(values, "MaxBackward0", {t}, [si = SavedTensor(indices), from = t.shape(), dim, keepdim](const Tensor& g) -> Grads {
-      Tensor gi = keepdim ? g : unsqueeze(g, dim);
-      Tensor idx = keepdim ? si.get() : unsqueeze(si.get(), dim);
-      Tensor out = zeros(from.vec(), g.dtype());
-      Tensor gc = gi.contiguous(), ic = idx.contiguous();
-      // walk the keepdim positions; the index picks the element along dim
-      Size ks2 = gc.shape();
-      Strides gs = gc.strides(), os = out.strides();
-      dispatch_float(g.dtype(), "max_backward", [&]<typename T>() {
-        const T* pg = gc.data_ptr<T>();
-        const int64_t* pix = ic.data_ptr<int64_t>();
-        T* po = out.data_ptr<T>();
-        detail::walk<2>(ks2, {&os, &gs}, {0, 0}, [&](const std::array<int64_t, 2>& o) {
-          po[o[0] + pix[o[1]] * os[static_cast<std::size_t>(dim)]] += pg[o[1]];
-        });
-      });
-      return {out};
+      const Tensor gi = keepdim ? g : unsqueeze(g, dim), idx = keepdim ? si.get() : unsqueeze(si.get(), dim);
+      if (!needs_grad(g)) return {max_backward_kernel(gi, idx, from, dim)};
+      DimVector along(static_cast<std::size_t>(from.size()), 1);  // positions 0..n-1 along dim
+      along[static_cast<std::size_t>(dim)] = from[dim];
+      const Tensor hit = eq(arange(static_cast<double>(from[dim])).view(along), idx);
+      return {masked_fill(expand(gi, from.vec()), logical_not(hit), 0.0)};
     });
   }
   return {values, indices};

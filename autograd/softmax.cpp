@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -215,6 +215,18 @@ void causal_softmax_backward_rows(const T* g, const T* y, T* dx, int64_t rows, i
   }
 }
 
+// causal_softmax's rule as one pass per row (its fast path).
+Tensor causal_softmax_backward_kernel(const Tensor& g0, const Tensor& y, int64_t tq, int64_t n, double divisor) {
+  const Tensor g = g0.contiguous();
+  Tensor dx = detail::make_tensor(y.shape(), y.dtype());
+  dispatch_float(y.dtype(), "causal_softmax_backward", [&]<typename T>() {
+    if (y.numel())
+      causal_softmax_backward_rows<T>(g.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), y.numel() / n, tq, n,
+                                      static_cast<T>(divisor));
+  });
+  return dx;
+}
+
 bool last_dim(const Tensor& t, int64_t dim) { return t.dim() == 0 || wrap_dim(dim, t.dim(), "softmax", t.shape()) == t.dim() - 1; }
 
 }  // namespace
@@ -223,10 +235,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   Tensor y = softmax_impl(x, dim, false);
   if (needs_grad(x)) {
     // y = softmax(x)  =>  dx = y * (g - sum(g * y, dim))
-    record(y, "SoftmaxBackward0", {x}, [sy = SavedTensor(y), dim](const Tensor& g) -> Grads {
-      const Tensor yv = sy.get();
-      if (last_dim(yv, dim)) return {softmax_backward_lastdim(g, yv, false)};
-      return {mul(yv, sub(g, sum(mul(g, yv), {dim}, true)))};
+    record(y, "SoftmaxBackward0", {x}, [sy = SavedTensor(y, true), dim](const Tensor& g) -> Grads {
+      const Tensor y = sy.get();
+      if (!needs_grad(g, y) && last_dim(y, dim)) return {softmax_backward_lastdim(g, y, false)};
+      return {y * (g - sum(g * y, {dim}, true))};
     });
   }
   return y;
@@ -236,10 +248,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   Tensor y = softmax_impl(x, dim, true);
   if (needs_grad(x)) {
     // y = x - logsumexp(x)  =>  dx = g - exp(y) * sum(g, dim)
-    record(y, "LogSoftmaxBackward0", {x}, [sy = SavedTensor(y), dim](const Tensor& g) -> Grads {
-      const Tensor yv = sy.get();
-      if (last_dim(yv, dim)) return {softmax_backward_lastdim(g, yv, true)};
-      return {sub(g, mul(exp(yv), sum(g, {dim}, true)))};
+    record(y, "LogSoftmaxBackward0", {x}, [sy = SavedTensor(y, true), dim](const Tensor& g) -> Grads {
+      const Tensor y = sy.get();
+      if (!needs_grad(g, y) && last_dim(y, dim)) return {softmax_backward_lastdim(g, y, true)};
+      return {g - exp(y) * sum(g, {dim}, true)};
     });
   }
   return y;
@@ -331,19 +343,19 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
   }
   if (needs_grad(scores)) {
     // y = softmax(masked(scores) / divisor)  =>  dscores = y * (g - sum(g * y)) / divisor, 0 where masked
-    record(y, "CausalSoftmaxBackward0", {scores}, [sy = SavedTensor(y), tq, n, divisor](const Tensor& g0) -> Grads {
-      const Tensor yv = sy.get();
-      const Tensor g = g0.contiguous();
-      Tensor dx = detail::make_tensor(yv.shape(), yv.dtype());
-      dispatch_float(yv.dtype(), "causal_softmax_backward", [&]<typename T>() {
-        if (yv.numel())
-          causal_softmax_backward_rows<T>(g.data_ptr<T>(), yv.data_ptr<T>(), dx.data_ptr<T>(), yv.numel() / n, tq, n,
-                                          static_cast<T>(divisor));
-      });
-      return {dx};
+    // (the rules of softmax, div and masked_fill in turn: causal_softmax_backward)
+    record(y, "CausalSoftmaxBackward0", {scores}, [sy = SavedTensor(y, true), tq, n, divisor](const Tensor& g) -> Grads {
+      const Tensor y = sy.get();
+      if (!needs_grad(g, y)) return {causal_softmax_backward_kernel(g, y, tq, n, divisor)};
+      return {causal_softmax_backward(g, y, divisor)};
     });
   }
   return y;
+}
+
+Tensor causal_softmax_backward(const Tensor& g, const Tensor& y, double divisor) {
+  const Tensor above = triu(ones({y.size(-2), y.size(-1)}), 1).bool_();
+  return masked_fill(y * (g - sum(g * y, {-1}, true)) / divisor, above, 0.0);
 }
 
 }  // namespace ag

@@ -98,8 +98,12 @@ class Tensor {
   Tensor grad() const { return Tensor(impl_->grad); }
   void set_grad(const Tensor& g) const { impl_->grad = g.impl_; }
   const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
-  // Backpropagates from this tensor. Without `gradient` the tensor must hold one element.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Backpropagates from this tensor, accumulating into the .grad of the leaves. Without
+  // `gradient` the tensor must hold one element. retain_graph defaults to create_graph; with
+  // create_graph the backward pass records its own graph, and .grad is accumulated out of place
+  // and carries history (so it can be differentiated again).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   Tensor detach() const;  // same storage, no history
 
   // ---- conversions ----

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -197,7 +197,8 @@ Tensor expand(const Tensor& t, const DimVector& shape) {
                    [from = t.shape()](const Tensor& g) -> Grads { return {sum_to(g, from)}; });
 }
 
-// Gradient of a view that picks part of t: zeros of t's shape with g written into that part.
+// Gradient of a view that picks part of t, as one copy: zeros of t's shape with g written into
+// that part (the fast path of slice's and select's rules).
 static Tensor scatter_into_zeros(const Tensor& g, const Size& shape, const std::function<Tensor(const Tensor&)>& part) {
   Tensor z = zeros(shape.vec(), g.dtype());
   detail::copy_into(part(z), g);
@@ -219,9 +220,12 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::op
   s[dim] = (e - b + step - 1) / step;
   const int64_t off = t.storage_offset() + b * st[static_cast<std::size_t>(dim)];
   st[static_cast<std::size_t>(dim)] *= step;
-  // y = t[b:e:step] along dim  =>  dt = zeros with dt[b:e:step] = dy
+  // y = t[b:e:step] along dim  =>  dt = zeros with dt[b:e:step] = dy, i.e.
+  //   dt = index_add(zeros like t, dim, arange(b, e, step), dy)
   return make_view(t, s, st, off, "SliceBackward0", [from = t.shape(), dim, b, e, step](const Tensor& g) -> Grads {
-    return {scatter_into_zeros(g, from, [&](const Tensor& z) { return slice(z, dim, b, e, step); })};
+    if (!needs_grad(g)) return {scatter_into_zeros(g, from, [&](const Tensor& z) { return slice(z, dim, b, e, step); })};
+    const Tensor positions = arange(static_cast<double>(b), static_cast<double>(e), static_cast<double>(step));
+    return {index_add(zeros(from.vec(), g.dtype()), dim, positions, g)};
   });
 }
 
@@ -251,9 +255,11 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   const int64_t off = t.storage_offset() + index * st[static_cast<std::size_t>(dim)];
   s.vec().erase(s.vec().begin() + dim);
   st.erase(st.begin() + dim);
-  // y = t.select(dim, i)  =>  dt = zeros with dt.select(dim, i) = dy
+  // y = t.select(dim, i)  =>  dt = zeros with dt.select(dim, i) = dy, i.e.
+  //   dt = index_add(zeros like t, dim, [i], dy.unsqueeze(dim))
   return make_view(t, s, st, off, "SelectBackward0", [from = t.shape(), dim, index](const Tensor& g) -> Grads {
-    return {scatter_into_zeros(g, from, [&](const Tensor& z) { return select(z, dim, index); })};
+    if (!needs_grad(g)) return {scatter_into_zeros(g, from, [&](const Tensor& z) { return select(z, dim, index); })};
+    return {index_add(zeros(from.vec(), g.dtype()), dim, full({1}, static_cast<double>(index), kInt64), unsqueeze(g, dim))};
   });
 }
 

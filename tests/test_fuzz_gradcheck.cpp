@@ -2,7 +2,8 @@
 // shapes with size-1 and broadcast dims, transposed inputs, nodes reused on several paths and
 // gathers with repeated indices; each graph is checked with float64 gradcheck. A failure prints
 // the seed and the graph, and AG_FUZZ_SEED=<seed> replays just that graph; AG_FUZZ_COUNT=<n>
-// checks n graphs instead of 2,000.
+// checks n graphs instead of 2,000; the second-order run (gradgradcheck, 500 graphs) takes
+// AG_FUZZ_COUNT2.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -339,11 +340,11 @@ class Builder {
   int n_inputs_ = 0;
 };
 
-}  // namespace
-
-TEST(FuzzGradcheck, TwoThousandRandomGraphsPassGradcheck) {
-  uint64_t first = 0, count = 2000;
-  if (const char* s = std::getenv("AG_FUZZ_COUNT")) count = std::stoull(s);  // longer runs by hand
+// Checks `count` graphs from seed `first` with `check`; AG_FUZZ_SEED replays one graph, and
+// `count_env` sets how many to check.
+void fuzz(uint64_t first, uint64_t count, const char* count_env,
+          const std::function<GradcheckResult(const Graph&)>& check) {
+  if (const char* s = std::getenv(count_env)) count = std::stoull(s);  // longer runs by hand
   if (const char* s = std::getenv("AG_FUZZ_SEED")) first = std::stoull(s), count = 1;
   int failures = 0;
   int64_t ops = 0;
@@ -352,7 +353,7 @@ TEST(FuzzGradcheck, TwoThousandRandomGraphsPassGradcheck) {
     ops += static_cast<int64_t>(std::count(g.text.begin(), g.text.end(), '\n'));
     GradcheckResult r;
     try {
-      r = gradcheck_result(g.fn, g.inputs, 1e-6, 1e-5, 1e-3);
+      r = check(g);
     } catch (const std::exception& e) {
       r.ok = false;
       r.message = std::string("threw: ") + e.what();
@@ -363,4 +364,19 @@ TEST(FuzzGradcheck, TwoThousandRandomGraphsPassGradcheck) {
   }
   EXPECT_EQ(failures, 0);
   std::printf("%llu graphs, %lld lines (inputs and ops)\n", static_cast<unsigned long long>(count), static_cast<long long>(ops));
+}
+
+}  // namespace
+
+TEST(FuzzGradcheck, TwoThousandRandomGraphsPassGradcheck) {
+  fuzz(0, 2000, "AG_FUZZ_COUNT", [](const Graph& g) { return gradcheck_result(g.fn, g.inputs, 1e-6, 1e-5, 1e-3); });
+}
+
+// Second order: the graph a create_graph backward records, differentiated again, against finite
+// differences of the first-order gradients (other seeds than the first-order run's).
+TEST(FuzzGradcheck, FiveHundredRandomGraphsPassGradgradcheck) {
+  fuzz(1000000, 500, "AG_FUZZ_COUNT2", [](const Graph& g) {
+    manual_seed(7);  // the random grad_output
+    return gradgradcheck_result(g.fn, g.inputs, {}, 1e-6, 1e-5, 1e-3);
+  });
 }

@@ -1,5 +1,5 @@
 // The BLAS calls: cblas_sgemm / cblas_dgemm (OpenBLAS).
-#include "autograd/blas.h"
+#include "autograd/kernels/blas.h"
 
 #include <cblas.h>
 
