@@ -167,6 +167,11 @@ static void check_grad(std::string_view name, std::size_t i, const Edge& e, cons
   }
 }
 
+static std::string second_time_message(const Node* node) {
+  return "[backward] trying to backward through the graph a second time (" + std::string(node->name) +
+         " was already freed). Specify retain_graph=true on the first backward call if you need to backward twice";
+}
+
 static Tensor sum_grads(const Tensor& a, const Tensor& b) { return a.defined() ? add(a, b) : b; }
 
 namespace {
@@ -189,7 +194,9 @@ struct Targets {
 };
 
 // Marks which nodes lead to a target (ag::grad runs only those): post-order over the graph.
-void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pass) {
+// A node freed by an earlier backward has lost its edges, so whether it leads to a target is not
+// known: the first one met is reported in `freed`.
+void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pass, const Node** freed) {
   std::vector<std::pair<Node*, std::size_t>> stack;
   for (Node* r : roots) {
     if (r->needed >= 0) continue;
@@ -197,6 +204,7 @@ void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pas
     while (!stack.empty()) {
       auto& [n, i] = stack.back();
       if (i == 0) n->needed = t.is_node_target(n) ? 1 : 0;
+      if (i == 0 && n->released && !*freed) *freed = n;
       if (i < n->next.size()) {
         const Edge& e = n->next[i++];
         if (e.leaf && t.is_leaf_target(e.leaf.get())) n->needed = 1;
@@ -216,7 +224,7 @@ void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pas
 }  // namespace
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
-                                 bool create_graph, const std::vector<Tensor>& inputs) {
+                                 bool create_graph, const std::vector<Tensor>& inputs, const Node** freed_seen) {
   GradModeGuard mode(create_graph);
   const bool accumulate = inputs.empty();
   Targets targets;
@@ -266,7 +274,10 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       ++m->pending_consumers;
     }
   }
-  if (!accumulate) mark_needed(root_nodes, targets, pass);
+  const Node* freed = nullptr;
+  if (!accumulate) mark_needed(root_nodes, targets, pass, &freed);
+  for (Node* r : root_nodes)
+    if (r->released) r->needed = 1;  // runs, and says it was freed
 
   // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
   //    which are summed (a tensor used on two paths gets both contributions).
@@ -301,9 +312,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     if (!run) continue;
     if (node->released) {
       throw std::runtime_error(
-          "[backward] trying to backward through the graph a second time (" + std::string(node->name) +
-          " was already freed). Specify retain_graph=true on the first backward call if you need to "
-          "backward twice");
+          second_time_message(node.get()));
     }
 
     Grads node_grads;
@@ -335,6 +344,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     }
     if (!retain_graph) node->next.clear();
   }
+  if (freed_seen) *freed_seen = freed;
   return captured;
 }
 
@@ -387,9 +397,13 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                                std::to_string(i) + ", shape " + inputs[i].shape().str() + ")");
     }
   }
-  std::vector<Tensor> out =
-      run_backward(outputs, seeds("grad", outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph, inputs);
+  const Node* freed = nullptr;
+  std::vector<Tensor> out = run_backward(outputs, seeds("grad", outputs, grad_outputs), retain_graph.value_or(create_graph),
+                                         create_graph, inputs, &freed);
   for (std::size_t i = 0; i < out.size(); ++i) {
+    // an input not reached past a node freed by an earlier backward may have been reached
+    // through it: that is an error whether or not unused inputs are allowed
+    if (!out[i].defined() && freed) throw std::runtime_error(second_time_message(freed));
     if (!out[i].defined() && !allow_unused) {
       throw std::runtime_error("[grad] One of the differentiated Tensors appears to not have been used in the graph "
                                "(input " + std::to_string(i) + ", shape " + inputs[i].shape().str() +

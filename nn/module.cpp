@@ -3,7 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "autograd/kernels/common.h"
 
 namespace ag::nn {
 
