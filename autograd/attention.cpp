@@ -1,25 +1,14 @@
-// The two GEMMs of causal attention, on the blocks on or below the diagonal only. Query i sees
-// keys j <= i, so in q k^T the upper triangle is masked away and in weights @ v the upper
-// triangle of the weights is 0: about half of each GEMM is work whose result is thrown away or
-// is a sum of zeros. These ops skip it, and equal their composed references to rounding (the
-// GEMMs have other shapes, and OpenBLAS's result bits depend on the shape; tested in
-// tests/test_causal_attention.cpp):
+// The two GEMMs of causal attention as fused ops: query i sees keys j <= i, so in q k^T the upper
+// triangle is masked away and in weights @ v the upper triangle of the weights is 0.
 //   causal_qk_softmax(q, k, d) == causal_softmax(matmul(q, k^T), d)
 //   causal_matmul(w, v)        == matmul(tril(w), v)
-// Each GEMM runs per block of kBlock query rows (or, for a key gradient, key rows) over just the
-// keys (queries) that block can see. Skipping a term is exact because the term is 0 * x, unless x
-// is inf or NaN, where PyTorch's full GEMM gives NaN: so the operand whose entries would be
-// skipped is checked first, and if it is not finite the GEMM runs in full.
+// Both sides are equal to rounding (tested in tests/test_causal_attention.cpp). The rules are
+// written in ag ops; the kernels (kernels/attention.cpp) run each GEMM on the blocks on or below
+// the diagonal only, skipping the half whose result is thrown away or is a sum of zeros.
 #include <algorithm>
-#include <climits>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <type_traits>
-#include <vector>
+#include <string>
 
-#include "autograd/kernels/blas.h"
+#include "autograd/kernels/attention.h"
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -27,96 +16,6 @@
 namespace ag {
 
 namespace {
-
-using detail::MatLayout;
-
-// Query rows per GEMM. Smaller blocks skip more of the upper triangle but make more, smaller
-// GEMM calls, on which OpenBLAS is slow. Measured with bench/train_step (ms per step, interleaved
-// runs): medium (T = 256) 32: 191-207, 64: 193-205, 128: 213, 256 (no skipping): 221; small
-// (T = 64) 16, 32 and 64 within noise of each other.
-constexpr int64_t kBlock = 64;
-
-// Element (i, j) of a matrix BLAS reads with layout l.
-template <class T>
-T* at(T* p, MatLayout l, int64_t i, int64_t j) {
-  return p + (l.trans ? j * l.ld + i : i * l.ld + j);
-}
-
-MatLayout transposed(MatLayout l) { return {!l.trans, l.ld}; }
-
-// Whether some block of kBlock query rows sees fewer than all tk keys (so its GEMM skips terms),
-// and whether some block of kBlock key rows starts past query 0. If not, the blocked GEMMs are
-// the full ones and there is nothing to check.
-bool rows_skip_keys(int64_t tq, int64_t tk) { return tk > std::min(tq, kBlock); }
-bool key_blocks_skip_queries(int64_t tk) { return tk > kBlock; }
-
-// The bits of a float or double, for checks that vectorize (unlike a chain of float adds).
-template <class T>
-auto bits(T x) {
-  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t> u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-// True if no entry of the (rows, cols) matrix is inf or NaN (all exponent bits set).
-template <class T>
-bool all_finite(const T* p, MatLayout l, int64_t rows, int64_t cols) {
-  const auto exponent = bits(std::numeric_limits<T>::infinity());
-  const int64_t lines = l.trans ? cols : rows, len = l.trans ? rows : cols;
-  decltype(bits(T())) bad = 0;
-  for (int64_t a = 0; a < lines; ++a) {
-    const T* line = p + a * l.ld;
-    for (int64_t b = 0; b < len; ++b) bad |= (bits(line[b]) & exponent) == exponent;
-  }
-  return bad == 0;
-}
-
-// The region rows [r0, r1) x cols [c0, c1) of tril(w) as a GEMM operand: w itself if its entries
-// above the diagonal there are all +0 (always so for weights from causal_qk_softmax), else a
-// copy into `scratch` with those entries zeroed.
-template <class T>
-const T* tril_region(const T* w, MatLayout lw, int64_t r0, int64_t r1, int64_t c0, int64_t c1, std::vector<T>& scratch,
-                     MatLayout& layout) {
-  decltype(bits(T())) nonzero = 0;  // OR of the bits of the entries above the diagonal
-  for (int64_t i = r0; i < std::min(r1, c1); ++i)
-    for (int64_t j = std::max(c0, i + 1); j < c1; ++j) nonzero |= bits(*at(w, lw, i, j));
-  if (nonzero == 0) {
-    layout = lw;
-    return at(w, lw, r0, c0);
-  }
-  const int64_t cols = c1 - c0;
-  scratch.resize(static_cast<std::size_t>((r1 - r0) * cols));
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t j = c0; j < c1; ++j) scratch[static_cast<std::size_t>((i - r0) * cols + (j - c0))] = j > i ? T(0) : *at(w, lw, i, j);
-  layout = {false, static_cast<int>(cols)};
-  return scratch.data();
-}
-
-// Calls f(offsets, index) once per matrix, the batch being the leading dims all operands share:
-// offsets[i] is where operand i's matrix starts, index counts the matrices in row-major order
-// (a contiguous output's matrix starts at index * rows * cols).
-template <std::size_t N, class F>
-void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, F&& f) {
-  std::array<Strides, N> st;
-  std::array<const Strides*, N> sp{};
-  std::array<int64_t, N> off{};
-  for (std::size_t i = 0; i < N; ++i) {
-    st[i] = Strides(ts[i]->strides().begin(), ts[i]->strides().begin() + batch.size());
-    sp[i] = &st[i];
-    off[i] = ts[i]->storage_offset();
-  }
-  int64_t index = 0;
-  detail::walk<N>(batch, sp, off, [&](const std::array<int64_t, N>& o) { f(o, index++); });
-}
-
-template <class T>
-const T* base(const Tensor& t) {
-  return static_cast<const T*>(t.impl()->storage->data);
-}
-template <class T>
-T* base_mut(const Tensor& t) {
-  return static_cast<T*>(t.impl()->storage->data);
-}
 
 // a (..., m, k) and b (..., n, k) or (..., k, n): floating point, one dtype, the same batch dims.
 Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim, int64_t b_dim, const char* expects) {
@@ -131,221 +30,39 @@ Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim,
   return Size(DimVector(a.shape().begin(), a.shape().end() - 2));
 }
 
-Size with_matrix(Size batch, int64_t rows, int64_t cols) {
-  batch.vec().push_back(rows);
-  batch.vec().push_back(cols);
-  return batch;
-}
-
-// Whether t's elements tile a block of memory without gaps or overlaps (some order of its dims is
-// row-major) with unit stride in the last dim and a usable row stride: like the (B, heads, T, E)
-// transposed views of (B, T, heads, E) projections.
-bool dense_rows(const Tensor& t) {
-  const int64_t nd = t.dim();
-  if (nd < 2 || t.stride(-1) != 1 || t.stride(-2) < std::max<int64_t>(t.size(-1), 1) || t.stride(-2) > INT_MAX) return false;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of size > 1
-  for (int64_t i = 0; i < nd; ++i)
-    if (t.size(i) > 1) dims.emplace_back(t.stride(i), t.size(i));
-  std::sort(dims.begin(), dims.end());
-  int64_t expected = 1;
-  for (const auto& [stride, size] : dims) {
-    if (stride != expected) return false;
-    expected *= size;
-  }
-  return true;
-}
-
-// A new (batch..., rows, cols) tensor for GEMM output, laid out like `like` when that has this
-// shape and dense rows (so a gradient flowing back through like's transposes and views needs no
-// copy), else contiguous; rows [written, rows) zeroed, the rest left for the GEMMs (all zeros if
-// written is 0).
-Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype, const Tensor& like) {
-  const Size shape = with_matrix(batch, rows, cols);
-  if (written <= 0) return zeros(shape.vec(), dtype);
-  Tensor t;
-  if (like.defined() && like.shape() == shape && dense_rows(like)) {
-    t = detail::alias(detail::make_tensor(Size{shape.numel()}, dtype), shape, like.strides(), 0);
-  } else {
-    t = detail::make_tensor(shape, dtype);
-  }
-  if (written < rows) {
-    NoGradGuard no_grad;
-    t.narrow(-2, written, rows - written).fill_(0.0);
-  }
-  return t;
-}
-
-// Where row r of a GEMM output's matrix starts (matrix_offset from for_each_matrix), and the
-// output's row stride as the GEMM's ldc.
-template <class T>
-T* out_row(const Tensor& out, int64_t matrix_offset, int64_t r) {
-  return static_cast<T*>(out.impl()->storage->data) + matrix_offset + r * out.stride(-2);
-}
-int ldc_of(const Tensor& out) { return static_cast<int>(out.stride(-2)); }
-
-// The backward of causal_qk_softmax, one matrix at a time: ds = the softmax's backward from the
-// weights' gradient g and the weights y (0 above the diagonal), into a scratch matrix that stays in
-// cache for dq (..., tq, e) = ds @ k and dk (..., tk, e) = ds^T @ q.
-Grads qk_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, bool gq, bool gk, const Size& batch,
-                  double divisor) {
-  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
-  const bool work = y.numel() > 0 && e > 0;  // else the gradients are all 0
-  // every row of dq is written; dk's rows from tq on are keys no query sees
-  Tensor dq = gq ? gemm_output(batch, tq, e, work ? tq : 0, q.dtype(), q) : Tensor();
-  Tensor dk = gk ? gemm_output(batch, tk, e, work ? std::min(tq, tk) : 0, q.dtype(), k) : Tensor();
-  if (!work) return {dq, dk};
-  dispatch_float(q.dtype(), "causal_qk_softmax_backward", [&]<typename T>() {
-    const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k), lds{false, static_cast<int>(tk)};
-    std::vector<T> scratch(static_cast<std::size_t>(tq * tk));
-    T* pds = scratch.data();
-    const Tensor& dq_or_q = gq ? dq : q;  // (an operand is needed either way for the offsets)
-    const Tensor& dk_or_k = gk ? dk : k;
-    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, [&](const std::array<int64_t, 4>& o, int64_t index) {
-      const int64_t m = index * tq * tk;
-      detail::causal_softmax_backward_rows(g.data_ptr<T>() + m, y.data_ptr<T>() + m, pds, tq, tq, tk, static_cast<T>(divisor));
-      const T* pq = base<T>(q) + o[0];
-      const T* pk = base<T>(k) + o[1];
-      if (gq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
-        const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
-        const int64_t bs = skip ? kBlock : tq;
-        for (int64_t r0 = 0; r0 < tq; r0 += bs) {
-          const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
-          detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
-                       out_row<T>(dq, o[2], r0), ldc_of(dq));
-        }
-      }
-      if (gk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
-        const bool skip = !key_blocks_skip_queries(tk) || all_finite(pq, lq, tq, e);
-        const int64_t bs = skip ? kBlock : tk;
-        for (int64_t c0 = 0; c0 < tk; c0 += bs) {
-          const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
-          if (first == tq) break;  // keys no query sees: their gradient stays 0
-          detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
-                       pds + first * tk + c0, at(pq, lq, first, 0), out_row<T>(dk, o[3], c0), ldc_of(dk));
-        }
-      }
-    });
-  });
-  return {dq, dk};
-}
-
 }  // namespace
 
-Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, double divisor) {
-  const Size batch = check_pair("causal_qk_softmax", q0, k0, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
-  const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0);
-  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
-  detail::check_blas_dims("causal_qk_softmax", tq, tk, e);
-  Tensor y = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
-  if (y.numel() > 0) {
-    NoGradGuard no_grad;
-    dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
-      const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
-      for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
-        T* ps = y.data_ptr<T>() + index * tq * tk;
-        // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
-        if (e == 0) std::fill(ps, ps + tq * tk, T(0));
-        for (int64_t r0 = 0; r0 < tq && e > 0; r0 += kBlock) {
-          const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
-          detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(q) + o[0], lq, r0, 0),
-                       base<T>(k) + o[1], ps + r0 * tk, static_cast<int>(tk));
-        }
-        // the softmax in place, while this matrix's scores are still in cache
-        detail::causal_softmax_rows(ps, ps, tq, tq, tk, static_cast<T>(divisor));
-      });
-    });
-  }
-  if (needs_grad(q0, k0)) {
-    const bool gq = q0.requires_grad(), gk = k0.requires_grad();
-    record(y, "CausalQKSoftmaxBackward0", {q0, k0},
-           [sy = SavedTensor(y, true), sq = SavedTensor(q0), sk = SavedTensor(k0), gq, gk, batch, divisor](const Tensor& g) -> Grads {
+Tensor causal_qk_softmax(const Tensor& q, const Tensor& k, double divisor) {
+  const Size batch = check_pair("causal_qk_softmax", q, k, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
+  // y = causal_softmax(q @ k^T, divisor)
+  Tensor y = kernels::causal_qk_softmax(q, k, batch, divisor);
+  if (needs_grad(q, k)) {
+    const bool gq = q.requires_grad(), gk = k.requires_grad();
+    // ds = causal_softmax_backward(g, y, divisor)  =>  dq = ds @ k, dk = ds^T @ q
+    record(y, "CausalQKSoftmaxBackward0", {q, k},
+           [sy = SavedTensor(y, true), sq = SavedTensor(q), sk = SavedTensor(k), gq, gk, batch, divisor](const Tensor& g) -> Grads {
              const Tensor y = sy.get(), q = sq.get(), k = sk.get();
-             if (needs_grad({&g, &y, &q, &k})) {  // recording the backward's graph: the rule in ag ops
-               const Tensor ds = causal_softmax_backward(g, y, divisor);
-               return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
-             }
-             return qk_backward(g.contiguous(), y, detail::blas_operand(q), detail::blas_operand(k), gq, gk,
-                                batch, divisor);
+             if (!needs_grad({&g, &y, &q, &k})) return kernels::causal_qk_softmax_backward(g, y, q, k, gq, gk, batch, divisor);
+             const Tensor ds = causal_softmax_backward(g, y, divisor);
+             return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
            });
   }
   return y;
 }
 
-Tensor causal_matmul(const Tensor& w0, const Tensor& v0) {
-  const Size batch = check_pair("causal_matmul", w0, v0, -1, -2, "weights (..., Tq, Tk) and values (..., Tk, E)");
-  const Tensor w = detail::blas_operand(w0), v = detail::blas_operand(v0);
-  const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
-  detail::check_blas_dims("causal_matmul", tq, e, tk);
-  Tensor out = gemm_output(batch, tq, e, tk > 0 ? tq : 0, w.dtype(), v);  // v's layout when shapes agree
-  if (out.numel() > 0 && tk > 0) {
-    NoGradGuard no_grad;
-    dispatch_float(w.dtype(), "causal_matmul", [&]<typename T>() {
-      const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
-      std::vector<T> scratch;
-      for_each_matrix<3>(batch, {&w, &v, &out}, [&](const std::array<int64_t, 3>& o, int64_t) {
-        const T* pw = base<T>(w) + o[0];
-        const T* pv = base<T>(v) + o[1];
-        // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
-        const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
-        const int64_t bs = skip ? kBlock : tq;
-        for (int64_t r0 = 0; r0 < tq; r0 += bs) {
-          const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
-          MatLayout la{};
-          const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
-          detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv,
-                       out_row<T>(out, o[2], r0), ldc_of(out));
-        }
-      });
-    });
-  }
-  if (needs_grad(w0, v0)) {
-    const bool gw = w0.requires_grad(), gv = v0.requires_grad();
-    // named as PyTorch names weights @ values, which it replaces (printed modules show it)
-    record(out, w0.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0", {w0, v0},
-           [sw = SavedTensor(w0), sv = SavedTensor(v0), gw, gv, batch](const Tensor& g0) -> Grads {
-             const Tensor wr = sw.get(), vr = sv.get();
-             if (needs_grad({&g0, &wr, &vr})) {  // recording the backward's graph: the rule in ag ops
-               return {gw ? tril(matmul(g0, vr.transpose(-2, -1))) : Tensor(), gv ? matmul(tril(wr).transpose(-2, -1), g0) : Tensor()};
-             }
-             const Tensor g = detail::blas_operand(g0), w = detail::blas_operand(wr), v = detail::blas_operand(vr);
-             const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
-             // every entry of dw is written below (GEMM or zero), unless there is no GEMM (e == 0)
-             Tensor dw = gw ? gemm_output(batch, tq, tk, e > 0 ? tq : 0, g.dtype(), Tensor()) : Tensor();
-             // dv's rows from tq on are values no query sees
-             Tensor dv = gv ? gemm_output(batch, tk, e, std::min(tq, tk), g.dtype(), v) : Tensor();
-             if (g.numel() == 0 || tk == 0) return {dw, dv};
-             dispatch_float(g.dtype(), "causal_matmul_backward", [&]<typename T>() {
-               const MatLayout lg = *detail::layout_of(g), lw = *detail::layout_of(w), lv = *detail::layout_of(v);
-               std::vector<T> scratch;
-               const Tensor& dv_or_v = gv ? dv : v;
-               for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, [&](const std::array<int64_t, 4>& o, int64_t index) {
-                 const T* pg = base<T>(g) + o[0];
-                 const T* pw = base<T>(w) + o[1];
-                 if (gw) {  // dw = tril(g @ v^T): row block [r0, r0 + rows) over j < r0 + rows, and 0 above the
-                            // diagonal (tril's backward)
-                   T* pdw = base_mut<T>(dw) + index * tq * tk;
-                   for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
-                     const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
-                     detail::gemm(lg, transposed(lv), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e),
-                                  at(pg, lg, r0, 0), base<T>(v) + o[2], pdw + r0 * tk, static_cast<int>(tk));
-                     for (int64_t i = r0; i < r0 + rows; ++i) std::fill(pdw + i * tk + std::min(i + 1, tk), pdw + (i + 1) * tk, T(0));
-                   }
-                 }
-                 if (gv) {  // dv = tril(w)^T @ g: key block [c0, c0 + n) from queries i >= c0 only
-                   const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
-                   const int64_t bs = skip ? kBlock : tk;
-                   for (int64_t c0 = 0; c0 < tk; c0 += bs) {
-                     const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
-                     if (first == tq) break;  // values no query sees: their gradient stays 0
-                     MatLayout la{};
-                     const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
-                     detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
-                                  at(pg, lg, first, 0), out_row<T>(dv, o[3], c0), ldc_of(dv));
-                   }
-                 }
-               });
-             });
-             return {dw, dv};
+Tensor causal_matmul(const Tensor& w, const Tensor& v) {
+  const Size batch = check_pair("causal_matmul", w, v, -1, -2, "weights (..., Tq, Tk) and values (..., Tk, E)");
+  // out = tril(w) @ v
+  Tensor out = kernels::causal_matmul(w, v, batch);
+  if (needs_grad(w, v)) {
+    const bool gw = w.requires_grad(), gv = v.requires_grad();
+    // out = tril(w) @ v  =>  dw = tril(g @ v^T), dv = tril(w)^T @ g
+    // (named as PyTorch names weights @ values, which it replaces: printed modules show it)
+    record(out, w.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0", {w, v},
+           [sw = SavedTensor(w), sv = SavedTensor(v), gw, gv, batch](const Tensor& g) -> Grads {
+             const Tensor w = sw.get(), v = sv.get();
+             if (!needs_grad({&g, &w, &v})) return kernels::causal_matmul_backward(g, w, v, gw, gv, batch);
+             return {gw ? tril(matmul(g, v.transpose(-2, -1))) : Tensor(), gv ? matmul(tril(w).transpose(-2, -1), g) : Tensor()};
            });
   }
   return out;

@@ -1,10 +1,10 @@
 // Binary elementwise ops with broadcasting and type promotion: + - * / pow, tensor or scalar
 // operands. Backward reduces each gradient back to its input's shape (sum_to). The rules are
-// written in ag ops, so they record their own graph when differentiated with create_graph.
+// written in ag ops, so they record their own graph when differentiated with create_graph. The
+// typed loops are in kernels/binary.cpp.
 #include <cmath>
-#include <stdexcept>
 
-#include "autograd/kernels/common.h"
+#include "autograd/kernels/binary.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -12,18 +12,8 @@ namespace ag {
 
 namespace {
 
-enum class Op { Add, Sub, Mul, Div, Pow };
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::Add: return "add";
-    case Op::Sub: return "sub";
-    case Op::Mul: return "mul";
-    case Op::Div: return "div";
-    case Op::Pow: return "pow";
-  }
-  return "?";
-}
+using kernels::op_name;
+using Op = kernels::BinaryOp;
 
 // The common dtype both operands are converted to before the kernel runs.
 DType result_dtype(Op op, DType a, DType b) {
@@ -33,28 +23,11 @@ DType result_dtype(Op op, DType a, DType b) {
   return r;
 }
 
-Tensor kernel(Op op, const Tensor& a, const Tensor& b, const Size& shape, DType dt) {
-  if (dt == kInt64) {
-    if (op == Op::Add) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x + y; });
-    if (op == Op::Sub) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x - y; });
-    return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x * y; });
-  }
-  return dispatch_float(dt, op_name(op), [&]<typename T>() {
-    switch (op) {
-      case Op::Add: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x + y; });
-      case Op::Sub: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x - y; });
-      case Op::Mul: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x * y; });
-      case Op::Div: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x / y; });
-      default: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
-    }
-  });
-}
-
 Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) {
   const DType dt = result_dtype(op, a0.dtype(), b0.dtype());
   const Tensor a = a0.to(dt), b = b0.to(dt);
   const Size shape = broadcast_shapes(a.shape(), b.shape(), op_name(op));
-  Tensor out = kernel(op, a, b, shape, dt);
+  Tensor out = kernels::binary(op, a, b, shape, dt);
   if (!needs_grad(a, b)) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   SavedTensor sa(op == Op::Add || op == Op::Sub || !gb ? Tensor() : a);
@@ -114,33 +87,26 @@ Tensor rdiv(const Tensor& a, double b) { return binary(Op::Div, scalar_like(a, b
 
 // ---- comparisons: bool results, no history ----
 
-template <class F>
-static Tensor compare(const Tensor& a, const Tensor& b, const char* op, F f) {
+using kernels::CompareOp;
+
+static Tensor compare(const Tensor& a, const Tensor& b, const char* op, CompareOp cmp) {
   const DType dt = promote(a.dtype(), b.dtype());
   const Tensor x = a.detach().to(dt), y = b.detach().to(dt);
   const Size shape = broadcast_shapes(x.shape(), y.shape(), op);
-  return dispatch_all(dt, [&]<typename T>() { return detail::map_binary<uint8_t, T, T>(x, y, shape, kBool, f); });
+  return kernels::compare(cmp, x, y, shape, dt);
 }
 
-Tensor gt(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "gt", [](auto x, auto y) -> uint8_t { return x > y; }); }
-Tensor lt(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "lt", [](auto x, auto y) -> uint8_t { return x < y; }); }
-Tensor ge(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ge", [](auto x, auto y) -> uint8_t { return x >= y; }); }
-Tensor le(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "le", [](auto x, auto y) -> uint8_t { return x <= y; }); }
-Tensor eq(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "eq", [](auto x, auto y) -> uint8_t { return x == y; }); }
-Tensor ne(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ne", [](auto x, auto y) -> uint8_t { return x != y; }); }
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) -> uint8_t { return x == y; }); }
+Tensor gt(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "gt", CompareOp::Gt); }
+Tensor lt(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "lt", CompareOp::Lt); }
+Tensor ge(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ge", CompareOp::Ge); }
+Tensor le(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "le", CompareOp::Le); }
+Tensor eq(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "eq", CompareOp::Eq); }
+Tensor ne(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ne", CompareOp::Ne); }
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", CompareOp::Eq); }
 
-Tensor logical_and(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "logical_and", [](auto x, auto y) -> uint8_t { return x != 0 && y != 0; });
-}
-Tensor logical_or(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "logical_or", [](auto x, auto y) -> uint8_t { return x != 0 || y != 0; });
-}
+Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_and", CompareOp::And); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_or", CompareOp::Or); }
 
-Tensor logical_not(const Tensor& t) {
-  return dispatch_all(t.dtype(), [&]<typename T>() {
-    return detail::map_unary<uint8_t, T>(t, kBool, [](T x) -> uint8_t { return x == T(0); });
-  });
-}
+Tensor logical_not(const Tensor& t) { return kernels::logical_not(t); }
 
 }  // namespace ag

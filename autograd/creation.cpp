@@ -1,8 +1,10 @@
-// Creation functions: zeros, ones, full, arange, tensor(...) from nested lists, triu/tril, rand.
+// Creation functions: zeros, ones, full, arange, tensor(...) from nested lists, triu/tril. The
+// loops that write the elements are in kernels/creation.cpp.
 #include <cmath>
 #include <stdexcept>
 
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/creation.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -43,12 +45,7 @@ Tensor arange(double start, double end, double step, Options o) {
     throw std::invalid_argument("[arange] upper bound and larger bound inconsistent with step sign");
   }
   auto n = static_cast<int64_t>(std::ceil((end - start) / step));
-  Tensor t = make_tensor(Size{n}, o.dtype_);
-  dispatch_all(o.dtype_, [&]<typename T>() {
-    T* p = t.data_ptr<T>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
-  });
-  return finish(t, o);
+  return finish(kernels::arange(start, step, n, o.dtype_), o);
 }
 
 Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Options o) {
@@ -57,15 +54,7 @@ Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Opti
     throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
                                 " values cannot fill a tensor of shape " + s.str());
   }
-  Tensor t = make_tensor(s, o.dtype_);
-  dispatch_all(o.dtype_, [&]<typename T>() {
-    T* p = t.data_ptr<T>();
-    for (std::size_t i = 0; i < data.size(); ++i) {
-      if constexpr (std::is_same_v<T, uint8_t>) p[i] = data[i] != 0.0;
-      else p[i] = static_cast<T>(data[i]);
-    }
-  });
-  return finish(t, o);
+  return finish(kernels::from_vector(data, s, o.dtype_), o);
 }
 
 Tensor from_vector(const std::vector<float>& data, const DimVector& shape, Options o) {
@@ -78,12 +67,7 @@ Tensor from_vector(const std::vector<int64_t>& data, const DimVector& shape, Opt
     throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
                                 " values cannot fill a tensor of shape " + s.str());
   }
-  Tensor t = make_tensor(s, o.dtype_);
-  dispatch_all(o.dtype_, [&]<typename T>() {
-    T* p = t.data_ptr<T>();
-    for (std::size_t i = 0; i < data.size(); ++i) p[i] = static_cast<T>(data[i]);
-  });
-  return finish(t, o);
+  return finish(kernels::from_vector(data, s, o.dtype_), o);
 }
 
 namespace {
@@ -128,38 +112,14 @@ Tensor tensor(const NestedList& data, Options o) {
   Flattener f(data);
   if (f.leaves.empty()) f.all_int = f.all_bool = false;  // tensor({}) is float32, as in PyTorch
   const DType dt = o.dtype_set ? o.dtype_ : f.all_bool ? kBool : f.all_int ? kInt64 : kFloat32;
-  Tensor t = make_tensor(Size(f.shape), dt);
-  dispatch_all(dt, [&]<typename T>() {
-    T* p = t.data_ptr<T>();
-    for (std::size_t i = 0; i < f.leaves.size(); ++i) {
-      const NestedList& n = *f.leaves[i];
-      if constexpr (std::is_same_v<T, int64_t>) p[i] = n.kind() == kFloat32 ? static_cast<int64_t>(n.value()) : n.ivalue();
-      else if constexpr (std::is_same_v<T, uint8_t>) p[i] = n.value() != 0.0;
-      else p[i] = static_cast<T>(n.value());
-    }
-  });
-  return finish(t, o);
+  return finish(kernels::from_leaves(f.leaves, Size(f.shape), dt), o);
 }
 
 // triu/tril keep elements on one side of a diagonal of the last two dims and zero the rest.
 // Their backward applies the same mask to the gradient.
 static Tensor tri(const Tensor& t, int64_t diagonal, bool upper, const char* op, const char* grad_name) {
   if (t.dim() < 2) detail::shape_error(op, "expects a tensor with at least 2 dims, got shape " + t.shape().str());
-  Tensor out;
-  {
-    NoGradGuard g;
-    out = t.clone();  // always contiguous
-  }
-  const int64_t rows = t.size(-2), cols = t.size(-1), mats = rows * cols != 0 ? t.numel() / (rows * cols) : 0;
-  dispatch_all(t.dtype(), [&]<typename T>() {
-    T* p = static_cast<T*>(out.impl()->storage->data);
-    for (int64_t m = 0; m < mats; ++m)
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) {
-          bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
-          if (!keep) p[(m * rows + i) * cols + j] = T(0);
-        }
-  });
+  Tensor out = kernels::tri(t, diagonal, upper);
   if (needs_grad(t)) {
     // out = tri(t)  =>  dt = tri(dout)
     record(out, grad_name, {t},

@@ -1,9 +1,12 @@
 // Gathers and their scatter: index_select, embedding and index_add. The backward of a gather is
 // an index_add (a scatter with +=, so an index that appears several times accumulates all its
-// gradients), and index_add's backward is a gather.
+// gradients), and index_add's backward is a gather. The rules are written in ag ops; the copy
+// loops are in kernels/index.cpp.
 #include <stdexcept>
+#include <string>
 
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/index.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -31,61 +34,6 @@ Tensor index_tensor(const std::vector<int64_t>& idx) {
   return from_vector(idx, {static_cast<int64_t>(idx.size())});
 }
 
-// src viewed as (outer, n, inner) contiguous -> out (outer, idx.size(), inner).
-Tensor gather(const Tensor& src, int64_t dim, const std::vector<int64_t>& idx) {
-  NoGradGuard g;
-  const Tensor s = src.contiguous();
-  Size os = s.shape();
-  os[dim] = static_cast<int64_t>(idx.size());
-  Tensor out = detail::make_tensor(os, s.dtype());
-  const int64_t n = s.shape()[dim];
-  int64_t in = 1, outer = 1;
-  for (int64_t d = dim + 1; d < s.dim(); ++d) in *= s.shape()[d];
-  for (int64_t d = 0; d < dim; ++d) outer *= s.shape()[d];
-  const auto k = static_cast<int64_t>(idx.size());
-  dispatch_all(s.dtype(), [&]<typename T>() {
-    const T* ps = s.data_ptr<T>();
-    T* po = out.data_ptr<T>();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < k; ++j)
-        std::copy(ps + (o * n + idx[static_cast<std::size_t>(j)]) * in, ps + (o * n + idx[static_cast<std::size_t>(j)] + 1) * in,
-                  po + (o * k + j) * in);
-  });
-  return out;
-}
-
-// out[.., idx[j], ..] += alpha * src[.., j, ..] over a contiguous out (the scatter of index_add,
-// and the backward of gather).
-void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::vector<int64_t>& idx, double alpha = 1.0) {
-  const Tensor src = src0.contiguous();
-  const Size& shape = out.shape();
-  const int64_t n = shape[dim], k = static_cast<int64_t>(idx.size());
-  int64_t in = 1, outer = 1;
-  for (int64_t d = dim + 1; d < shape.size(); ++d) in *= shape[d];
-  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
-  dispatch_float(out.dtype(), "index_add", [&]<typename T>() {
-    const T* pg = src.data_ptr<T>();
-    T* po = out.data_ptr<T>();
-    const T a = static_cast<T>(alpha);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < k; ++j) {
-        T* dst = po + (o * n + idx[static_cast<std::size_t>(j)]) * in;
-        const T* s = pg + (o * k + j) * in;
-        if (a == T(1))
-          for (int64_t e = 0; e < in; ++e) dst[e] += s[e];
-        else
-          for (int64_t e = 0; e < in; ++e) dst[e] += a * s[e];
-      }
-  });
-}
-
-// The backward of gather as one loop: zeros of `shape`, then out[.., idx[j], ..] += g[.., j, ..].
-Tensor scatter_add(const Tensor& g, const Size& shape, int64_t dim, const std::vector<int64_t>& idx) {
-  Tensor out = zeros(shape.vec(), g.dtype());
-  scatter_add_into(out, g, dim, idx);
-  return out;
-}
-
 }  // namespace
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
@@ -93,11 +41,11 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   if (t.dim() == 0) detail::shape_error("index_select", "cannot index a 0-dim tensor");
   dim = wrap_dim(dim, t.dim(), "index_select", t.shape());
   auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t.shape()[dim], "index_select", t.shape(), dim));
-  Tensor out = gather(t, dim, *idx);
+  Tensor out = kernels::gather(t, dim, *idx);
   if (needs_grad(t)) {
     // out = t.index_select(dim, idx)  =>  dt = index_add(zeros like t, dim, idx, g)
     record(out, "IndexSelectBackward0", {t}, [idx, dim, from = t.shape()](const Tensor& g) -> Grads {
-      if (!needs_grad(g)) return {scatter_add(g, from, dim, *idx)};
+      if (!needs_grad(g)) return {kernels::scatter_add(g, from, dim, *idx)};
       return {index_add(zeros(from.vec(), g.dtype()), dim, index_tensor(*idx), g)};
     });
   }
@@ -117,9 +65,7 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
                                          std::to_string(dim) + "; expected a floating source of shape " + expect.str());
   }
   auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t.shape()[dim], "index_add", t.shape(), dim));
-  Tensor out = detail::make_tensor(t.shape(), t.dtype());
-  detail::copy_into(out, t);
-  scatter_add_into(out, source, dim, *idx, alpha);
+  Tensor out = kernels::index_add(t, dim, *idx, source, alpha);
   if (needs_grad(t, source)) {
     // out = t with out[.., idx[j], ..] += alpha source[.., j, ..]  =>  dt = g,
     // dsource = alpha g.index_select(dim, idx)
@@ -136,7 +82,7 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (weight.dim() != 2) detail::shape_error("embedding", "weight must be 2-D (num_embeddings, embedding_dim), got " + weight.shape().str());
   auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(indices, weight.size(0), "embedding", weight.shape(), 0));
-  Tensor rows = gather(weight, 0, *idx);
+  Tensor rows = kernels::gather(weight, 0, *idx);
   Size os = indices.shape();
   os.vec().push_back(weight.size(1));
   Tensor out = detail::alias(rows, os, contiguous_strides(os), 0);
@@ -144,7 +90,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
     // out[i..] = weight[indices[i..]]  =>  dweight = index_add(zeros like weight, 0, indices, g as rows)
     record(out, "EmbeddingBackward0", {weight}, [idx, from = weight.shape()](const Tensor& g) -> Grads {
       const Tensor rows = reshape(g, {static_cast<int64_t>(idx->size()), from[1]});
-      if (!needs_grad(g)) return {scatter_add(rows, from, 0, *idx)};
+      if (!needs_grad(g)) return {kernels::scatter_add(rows, from, 0, *idx)};
       return {index_add(zeros(from.vec(), g.dtype()), 0, index_tensor(*idx), rows)};
     });
   }

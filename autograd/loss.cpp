@@ -1,10 +1,11 @@
-// Losses: nll_loss, cross_entropy = nll_loss(log_softmax(logits)) in one op, and mse_loss.
-#include <cmath>
-#include <limits>
+// Losses: nll_loss, cross_entropy = nll_loss(log_softmax(logits)) in one op, and mse_loss. The
+// rules are written in ag ops; the loops over rows and targets (forward, and each rule as one pass
+// for when nothing is recorded) are in kernels/loss.cpp.
 #include <stdexcept>
 #include <vector>
 
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/loss.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -45,74 +46,21 @@ Targets checked_targets(const Tensor& input, const Tensor& target, int64_t ignor
   return out;
 }
 
-// nll_loss's value: -(1/count) times the sum of logp(i, t_i) over the rows that count, summed in
-// double; NaN if no row counts.
-template <class T, class LogP>
-Tensor nll_value(const Targets& targets, DType dtype, LogP logp) {
-  double acc = 0;
-  for (std::size_t i = 0; i < targets.ids.size(); ++i)
-    if (targets.ids[i] >= 0) acc -= static_cast<double>(logp(static_cast<int64_t>(i), targets.ids[i]));
-  const T count = static_cast<T>(targets.count);
-  return full({}, targets.count ? static_cast<double>(static_cast<T>(acc) / count) : std::numeric_limits<double>::quiet_NaN(),
-              dtype);
-}
-
 // nll_loss's rule in ag ops: dlogp = -g / count at (i, t_i) for the rows that count, 0 elsewhere.
 Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64_t count, const Size& shape) {
-  Tensor hit = zeros(shape.vec(), kBool);  // true at (i, t_i)
-  uint8_t* p = hit.data_ptr<uint8_t>();
-  const int64_t c = shape[shape.size() - 1];
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= 0) p[static_cast<int64_t>(i) * c + ids[i]] = 1;
-  return masked_fill(expand(-g / static_cast<double>(count), shape.vec()), logical_not(hit), 0.0);
-}
-
-// The same rule as one loop (its fast path).
-Tensor nll_loss_backward_kernel(const Tensor& g, const std::vector<int64_t>& tg, int64_t count, const Size& from, int64_t n,
-                                int64_t c) {
-  Tensor d = zeros(from.vec(), g.dtype());
-  dispatch_float(g.dtype(), "nll_loss_backward", [&]<typename T>() {
-    const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
-    T* p = d.data_ptr<T>();
-    for (int64_t i = 0; i < n; ++i)
-      if (tg[static_cast<std::size_t>(i)] >= 0) p[i * c + tg[static_cast<std::size_t>(i)]] = v;
-  });
-  return d;
-}
-
-// cross_entropy's rule (log_softmax's rule of nll_loss's) as one pass over the logits, from the
-// per-row shift and log-sum the forward kept (its fast path).
-Tensor cross_entropy_backward_kernel(const Tensor& g, const Tensor& x0, const Tensor& stats, const std::vector<int64_t>& ids,
-                                     int64_t count, int64_t n, int64_t c) {
-  const Tensor x = x0.contiguous();
-  Tensor dx = detail::make_tensor(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), "cross_entropy_backward", [&]<typename T>() {
-    const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
-    std::vector<T> per_row(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) per_row[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] >= 0 ? v : T(0);
-    const T* shift = stats.data_ptr<T>();
-    detail::cross_entropy_backward(x.data_ptr<T>(), shift, shift + n, ids.data(), per_row.data(), n, c, dx.data_ptr<T>());
-  });
-  return dx;
+  return masked_fill(expand(-g / static_cast<double>(count), shape.vec()), logical_not(kernels::target_mask(ids, shape)), 0.0);
 }
 
 }  // namespace
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
   const Targets targets = checked_targets(logp, target, ignore_index);
-  const std::vector<int64_t>& tg = targets.ids;
-  const int64_t count = targets.count;
-  const Tensor lp = logp.contiguous();
-  const int64_t n = logp.dim() == 2 ? lp.size(0) : 1, c = lp.size(-1);
   // loss = -(1/count) sum_{i: t_i != ignore} logp[i, t_i]
-  Tensor out = dispatch_float(lp.dtype(), "nll_loss", [&]<typename T>() {
-    const T* p = lp.data_ptr<T>();
-    return nll_value<T>(targets, lp.dtype(), [&](int64_t i, int64_t t) { return p[i * c + t]; });
-  });
+  Tensor out = kernels::nll_loss(logp, targets.ids, targets.count);
   if (needs_grad(logp)) {
     //  =>  dlogp[i, t_i] = -g / count for the counted rows, 0 elsewhere
-    record(out, "NllLossBackward0", {logp}, [tg, count, from = logp.shape(), n, c](const Tensor& g) -> Grads {
-      if (!needs_grad(g)) return {nll_loss_backward_kernel(g, tg, count, from, n, c)};
+    record(out, "NllLossBackward0", {logp}, [tg = targets.ids, count = targets.count, from = logp.shape()](const Tensor& g) -> Grads {
+      if (!needs_grad(g)) return {kernels::nll_loss_backward(g, tg, count, from)};
       return {nll_loss_backward(g, tg, count, from)};
     });
   }
@@ -130,25 +78,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   }
   if (!logits.is_floating_point()) return nll_loss(log_softmax(logits, -1), target, ignore_index);
   const Targets targets = checked_targets(logits, target, ignore_index);
-  const int64_t n = logits.dim() == 2 ? logits.size(0) : 1, c = logits.size(-1), count = targets.count;
   // log_softmax subtracts the row max, so logits shifted by 1e8 give the same loss.
-  Tensor stats = detail::make_tensor(Size{2, n}, logits.dtype());  // per row: shift, log-sum
-  Tensor out = dispatch_float(logits.dtype(), "cross_entropy", [&]<typename T>() {
-    NoGradGuard no_grad;
-    const Tensor x = logits.contiguous();
-    const T* px = x.data_ptr<T>();
-    T* shift = stats.data_ptr<T>();
-    T* ls = shift + n;
-    detail::log_softmax_stats(px, n, c, shift, ls);
-    // nll_loss of log_softmax's log-probabilities at the targets
-    return nll_value<T>(targets, logits.dtype(), [&](int64_t i, int64_t t) -> T { return px[i * c + t] - shift[i] - ls[i]; });
-  });
+  Tensor stats;  // per row: shift, log-sum
+  Tensor out = kernels::cross_entropy(logits, targets.ids, targets.count, stats);
   if (needs_grad(logits)) {
     // loss = -(1/count) sum_i log_softmax(x)[i, t_i]  =>  dx = log_softmax's backward of -g/count at the targets
     record(out, "NllLossBackward0", {logits},
-           [sx = SavedTensor(logits), stats, ids = targets.ids, count, n, c](const Tensor& g) -> Grads {
+           [sx = SavedTensor(logits), stats, ids = targets.ids, count = targets.count](const Tensor& g) -> Grads {
              const Tensor x = sx.get();
-             if (!needs_grad(g, x)) return {cross_entropy_backward_kernel(g, x, stats, ids, count, n, c)};
+             if (!needs_grad(g, x)) return {kernels::cross_entropy_backward(g, x, stats, ids, count)};
              // recording the backward's graph: nll_loss's rule, then log_softmax's
              const Tensor logp = log_softmax(x, -1);
              const Tensor dlogp = nll_loss_backward(g, ids, count, x.shape());

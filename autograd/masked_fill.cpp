@@ -1,9 +1,10 @@
 // masked_fill / masked_fill_: write `value` where a boolean mask (broadcast to the input) is
-// true. The gradient is zero at the filled positions.
+// true. The gradient is zero at the filled positions. The loops are in kernels/masked_fill.cpp.
 #include <stdexcept>
 
 #include "autograd/inplace.h"
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/masked_fill.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -23,18 +24,6 @@ void check_mask(const Tensor& t, const Tensor& mask, const char* op) {
   }
 }
 
-// Writes value into t where mask is true (t modified in place, no history).
-void fill_where(const Tensor& t, const Tensor& mask, double value) {
-  const Strides ms = detail::broadcast_strides(mask, t.shape());
-  const uint8_t* pm = static_cast<const uint8_t*>(mask.impl()->storage->data);
-  dispatch_all(t.dtype(), [&]<typename T>() {
-    T* p = static_cast<T*>(t.impl()->storage->data);
-    const T v = static_cast<T>(value);
-    detail::walk<2>(t.shape(), {&t.strides(), &ms}, {t.storage_offset(), mask.storage_offset()},
-                    [&](const std::array<int64_t, 2>& o) { p[o[0]] = pm[o[1]] ? v : p[o[0]]; });
-  });
-}
-
 // y = masked_fill(x, mask, v)  =>  dx = g with zeros where mask
 Grads masked_fill_backward(const SavedTensor& mask, const Tensor& g) { return {masked_fill(g, mask.get(), 0.0)}; }
 
@@ -42,11 +31,8 @@ Grads masked_fill_backward(const SavedTensor& mask, const Tensor& g) { return {m
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
   check_mask(t, mask, "masked_fill");
-  // one pass: out = mask ? value : t
-  Tensor out = dispatch_all(t.dtype(), [&]<typename T>() {
-    const T v = static_cast<T>(value);
-    return detail::map_binary<T, T, uint8_t>(t, mask, t.shape(), t.dtype(), [v](T x, uint8_t m) { return m ? v : x; });
-  });
+  // out = mask ? value : t
+  Tensor out = kernels::masked_fill(t, mask, value);
   if (needs_grad(t)) {
     record(out, "MaskedFillBackward0", {t},
            [m = SavedTensor(mask)](const Tensor& g) -> Grads { return masked_fill_backward(m, g); });
@@ -61,7 +47,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
   before.impl()->grad_fn = grad_fn();
   before.impl()->requires_grad = requires_grad();
   const bool track = detail::begin_inplace(*this, "masked_fill_", true);
-  fill_where(*this, mask, value);
+  kernels::masked_fill_inplace(*this, mask, value);
   if (track) {
     record(*this, "MaskedFillBackward0", {before},
            [m = SavedTensor(mask)](const Tensor& g) -> Grads { return masked_fill_backward(m, g); });

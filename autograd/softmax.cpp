@@ -1,11 +1,10 @@
-// softmax and log_softmax over any dim, stable: the row max is subtracted before exp.
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <vector>
-
+// softmax and log_softmax over any dim, stable: the row max is subtracted before exp; and
+// causal_softmax, the attention weights' softmax with the upper triangle masked. Each rule is
+// written in ag ops, so a backward pass that records its graph (create_graph) can be
+// differentiated again; the row loops (forward, and each rule as one pass per row for when nothing
+// is recorded) are in kernels/softmax.cpp.
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/softmax.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -13,231 +12,19 @@ namespace ag {
 
 namespace {
 
-// exp for the softmax family: Cephes' single-precision polynomial (about 1 ulp), branch-free so
-// the row loops vectorize. exp of -inf (a masked score) and of anything below the float range is
-// exactly 0. Doubles use the C library.
-inline float fast_exp(float x) {
-  float xc = x > -87.3365448f ? x : -87.3365448f;  // also maps NaN to the bound (NaN rows are
-  xc = xc < 88.7228394f ? xc : 88.7228394f;          // handled before exp is called)
-  // n = round(x / ln 2) with the 1.5 * 2^23 trick: exact for |n| < 2^22, no branch
-  const float magic = 12582912.0f;
-  const float t = xc * 1.44269504088896341f + magic;
-  const float nf = t - magic;
-  int32_t tb, mb;
-  std::memcpy(&tb, &t, 4);
-  std::memcpy(&mb, &magic, 4);
-  const int32_t n = tb - mb;
-  float r = xc - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  const float z = r * r;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * z + r + 1.0f;
-  const int32_t sb = (n + 127) << 23;  // 2^n
-  float scale;
-  std::memcpy(&scale, &sb, 4);
-  const float keep = x >= -87.3365448f ? 1.0f : 0.0f;  // exp(-inf) and underflow give exactly 0
-  return y * scale * keep;
-}
-inline double fast_exp(double x) { return std::exp(x); }
-
-// Sum of a row with 8 running partial sums (vectorizes; the order PyTorch's vectorized sums use
-// is similar: lanes first, then across lanes).
-template <class T>
-T row_sum(const T* v, int64_t n) {
-  T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += v[j + k];
-  T s = 0;
-  for (int k = 0; k < 8; ++k) s += acc[k];
-  for (; j < n; ++j) s += v[j];
-  return s;
-}
-
-// Row helpers written so the compiler vectorizes them: separate loops, no aliasing, partial
-// maxima instead of one running max.
-template <class T>
-T row_max(const T* __restrict v, int64_t n) {
-  T m[8];
-  for (int k = 0; k < 8; ++k) m[k] = -std::numeric_limits<T>::infinity();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) m[k] = v[j + k] > m[k] ? v[j + k] : m[k];
-  T mx = -std::numeric_limits<T>::infinity();
-  for (int k = 0; k < 8; ++k) mx = m[k] > mx ? m[k] : mx;
-  for (; j < n; ++j) mx = v[j] > mx ? v[j] : mx;
-  return mx;
-}
-
-template <class T>
-bool row_has_nan(const T* __restrict v, int64_t n) {
-  int bad = 0;
-  for (int64_t j = 0; j < n; ++j) bad += v[j] != v[j];
-  return bad != 0;
-}
-
-template <class T>
-void exp_shifted(const T* __restrict x, T* __restrict e, int64_t n, T shift) {
-  for (int64_t j = 0; j < n; ++j) e[j] = fast_exp(x[j] - shift);
-}
-
-// What softmax and log_softmax (and cross_entropy) compute alike for one row: false for a row with
-// a NaN; else the shift, e = exp(x - shift) and its sum.
-template <class T>
-bool shifted_exp_sum(const T* xr, T* e, int64_t n, T& shift, T& sum) {
-  if (row_has_nan(xr, n)) return false;
-  const T mx = row_max(xr, n);
-  // A row of all -inf has no finite max; subtracting -inf would give NaN from inf - inf, so
-  // shift by 0 instead and let the -infs produce their natural result (NaN, as in PyTorch).
-  shift = std::isinf(mx) ? T(0) : mx;
-  exp_shifted(xr, e, n, shift);
-  sum = row_sum(e, n);
-  return true;
-}
-
-// rows (outer, n) contiguous -> out (outer, n): softmax or log_softmax of each row.
-template <class T>
-void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, bool log) {
-  std::vector<T> tmp(log ? static_cast<std::size_t>(n) : 0);
-  for (int64_t r = 0; r < outer; ++r) {
-    const T* xr = x + r * n;
-    T* yr = y + r * n;
-    T shift, s;
-    if (!shifted_exp_sum(xr, log ? tmp.data() : yr, n, shift, s)) {  // NaN in, NaN out
-      std::fill(yr, yr + n, std::numeric_limits<T>::quiet_NaN());
-      continue;
-    }
-    if (log) {
-      const T ls = std::log(s);
-      for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - shift - ls;
-    } else {
-      const T inv = T(1) / s;  // PyTorch multiplies by the reciprocal of the sum
-      for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
-    }
-  }
-}
-
-Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
-  const char* op = log ? "log_softmax" : "softmax";
-  dim = wrap_dim(dim, x.dim(), op, x.shape());
-  Tensor out;
-  {
-    NoGradGuard g;
-    const Tensor xf = is_floating(x.dtype()) ? x : x.to(kFloat32);
-    const bool last = x.dim() == 0 || dim == x.dim() - 1;
-    const Tensor rows = last ? xf.contiguous() : transpose(xf, dim, -1).contiguous();
-    const int64_t n = x.dim() == 0 ? 1 : rows.size(-1);
-    Tensor y = detail::make_tensor(rows.shape(), rows.dtype());
-    dispatch_float(rows.dtype(), op, [&]<typename T>() {
-      if (rows.numel()) softmax_rows<T>(rows.data_ptr<T>(), y.data_ptr<T>(), rows.numel() / n, n, log);
-    });
-    out = last ? y : transpose(y, dim, -1).contiguous();
-  }
-  return out;
-}
-
-// softmax's backward over one row of length n: dr = y * (g - sum(g * y)) (dr may not alias g, y).
-template <class T>
-void softmax_backward_row(const T* gr, const T* yr, T* dr, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] * yr[j];
-  const T s = row_sum(dr, n);
-  for (int64_t j = 0; j < n; ++j) dr[j] = (gr[j] - s) * yr[j];
-}
-
-// Backward over rows of the last dim, in one pass per row (no temporaries):
-//   softmax:     dx = y * (g - sum(g * y))
-//   log_softmax: dx = g - exp(y) * sum(g)
-Tensor softmax_backward_lastdim(const Tensor& g0, const Tensor& y, bool log) {
-  const Tensor g = g0.contiguous();
-  Tensor dx = detail::make_tensor(y.shape(), y.dtype());
-  const int64_t n = y.dim() == 0 ? 1 : y.size(-1);
-  dispatch_float(y.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&]<typename T>() {
-    const T* pg = g.data_ptr<T>();
-    const T* py = y.data_ptr<T>();
-    T* pd = dx.data_ptr<T>();
-    const int64_t rows = n ? y.numel() / n : 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* gr = pg + r * n;
-      const T* yr = py + r * n;
-      T* dr = pd + r * n;
-      if (log) {
-        const T s = row_sum(gr, n);
-        for (int64_t j = 0; j < n; ++j) dr[j] = gr[j] - fast_exp(yr[j]) * s;
-      } else {
-        softmax_backward_row(gr, yr, dr, n);
-      }
-    }
-  });
-  return dx;
-}
-
-// scores (..., Tq, Tk) -> y (..., Tq, Tk): softmax over the last dim of scores / divisor, with
-// the entries above the diagonal (j > i) masked. Only the j <= i part is divided and
-// exponentiated; the sum and the scaling run over the whole row exactly as softmax_rows does on
-// the masked scores (their exp is exactly 0), so the result is bit-identical to the composed ops.
-template <class T>
-void causal_softmax_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T divisor) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * n;
-    T* yr = y + r * n;
-    const int64_t m = std::min(r % tq + 1, n);  // entries j < m are kept
-    for (int64_t j = 0; j < m; ++j) yr[j] = xr[j] / divisor;
-    if (row_has_nan(yr, m)) {  // NaN in, NaN out (the whole row, as softmax does)
-      std::fill(yr, yr + n, std::numeric_limits<T>::quiet_NaN());
-      continue;
-    }
-    const T mx = row_max(yr, m);
-    const T shift = std::isinf(mx) ? T(0) : mx;
-    for (int64_t j = 0; j < m; ++j) yr[j] = fast_exp(yr[j] - shift);
-    std::fill(yr + m, yr + n, T(0));
-    const T inv = T(1) / row_sum(yr, n);
-    for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
-  }
-}
-
-// The backward of causal_softmax_rows, bit-identical to softmax_backward_lastdim followed by the
-// division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
-template <class T>
-void causal_softmax_backward_rows(const T* g, const T* y, T* dx, int64_t rows, int64_t tq, int64_t n, T divisor) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* gr = g + r * n;
-    const T* yr = y + r * n;
-    T* dr = dx + r * n;
-    const int64_t m = std::min(r % tq + 1, n);
-    softmax_backward_row(gr, yr, dr, n);
-    for (int64_t j = 0; j < m; ++j) dr[j] /= divisor;  // the division's backward
-    std::fill(dr + m, dr + n, T(0));                    // masked_fill's backward
-  }
-}
-
-// causal_softmax's rule as one pass per row (its fast path).
-Tensor causal_softmax_backward_kernel(const Tensor& g0, const Tensor& y, int64_t tq, int64_t n, double divisor) {
-  const Tensor g = g0.contiguous();
-  Tensor dx = detail::make_tensor(y.shape(), y.dtype());
-  dispatch_float(y.dtype(), "causal_softmax_backward", [&]<typename T>() {
-    if (y.numel())
-      causal_softmax_backward_rows<T>(g.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), y.numel() / n, tq, n,
-                                      static_cast<T>(divisor));
-  });
-  return dx;
-}
-
+// The fast paths run over rows of the last dim.
 bool last_dim(const Tensor& t, int64_t dim) { return t.dim() == 0 || wrap_dim(dim, t.dim(), "softmax", t.shape()) == t.dim() - 1; }
 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-  Tensor y = softmax_impl(x, dim, false);
+  // y = exp(x - max) / sum(exp(x - max), dim)
+  Tensor y = kernels::softmax(x, wrap_dim(dim, x.dim(), "softmax", x.shape()), false);
   if (needs_grad(x)) {
     // y = softmax(x)  =>  dx = y * (g - sum(g * y, dim))
     record(y, "SoftmaxBackward0", {x}, [sy = SavedTensor(y, true), dim](const Tensor& g) -> Grads {
       const Tensor y = sy.get();
-      if (!needs_grad(g, y) && last_dim(y, dim)) return {softmax_backward_lastdim(g, y, false)};
+      if (!needs_grad(g, y) && last_dim(y, dim)) return {kernels::softmax_backward_lastdim(g, y, false)};
       return {y * (g - sum(g * y, {dim}, true))};
     });
   }
@@ -245,84 +32,18 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-  Tensor y = softmax_impl(x, dim, true);
+  // y = x - max - log(sum(exp(x - max), dim))
+  Tensor y = kernels::softmax(x, wrap_dim(dim, x.dim(), "log_softmax", x.shape()), true);
   if (needs_grad(x)) {
     // y = x - logsumexp(x)  =>  dx = g - exp(y) * sum(g, dim)
     record(y, "LogSoftmaxBackward0", {x}, [sy = SavedTensor(y, true), dim](const Tensor& g) -> Grads {
       const Tensor y = sy.get();
-      if (!needs_grad(g, y) && last_dim(y, dim)) return {softmax_backward_lastdim(g, y, true)};
+      if (!needs_grad(g, y) && last_dim(y, dim)) return {kernels::softmax_backward_lastdim(g, y, true)};
       return {g - exp(y) * sum(g, {dim}, true)};
     });
   }
   return y;
 }
-
-namespace {
-
-// cross_entropy's two passes over logits x (rows, n), the same arithmetic as log_softmax's
-// softmax_rows and its backward, so the results are the same bits as nll_loss(log_softmax(x)).
-template <class T>
-void log_softmax_stats_rows(const T* x, int64_t rows, int64_t n, T* shift, T* ls) {
-  std::vector<T> e(static_cast<std::size_t>(n));
-  for (int64_t r = 0; r < rows; ++r) {
-    T sum;
-    if (shifted_exp_sum(x + r * n, e.data(), n, shift[r], sum)) {
-      ls[r] = std::log(sum);
-    } else {  // log_softmax's NaN row: every log-prob NaN
-      shift[r] = 0;
-      ls[r] = std::numeric_limits<T>::quiet_NaN();
-    }
-  }
-}
-
-template <class T>
-void cross_entropy_backward_rows(const T* x, const T* shift, const T* ls, const int64_t* target, const T* v, int64_t rows,
-                                 int64_t n, T* dx) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * n;
-    T* dr = dx + r * n;
-    // log_softmax's backward dx = g - exp(y) * sum(g), for g = v[r] at the target (none for an
-    // ignored row, target -1) and 0 elsewhere: sum(g) is 0 + v[r]
-    const T sr = shift[r], lr = ls[r], sum = v[r] + T(0);
-    for (int64_t j = 0; j < n; ++j) dr[j] = T(0) - fast_exp(xr[j] - sr - lr) * sum;
-    if (target[r] >= 0) dr[target[r]] = v[r] - fast_exp(xr[target[r]] - sr - lr) * sum;
-  }
-}
-
-}  // namespace
-
-namespace detail {
-
-void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
-  ag::causal_softmax_rows<float>(x, y, rows, tq, n, divisor);
-}
-void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor) {
-  ag::causal_softmax_rows<double>(x, y, rows, tq, n, divisor);
-}
-void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
-                                  float divisor) {
-  ag::causal_softmax_backward_rows<float>(g, y, dx, rows, tq, n, divisor);
-}
-void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
-                                  double divisor) {
-  ag::causal_softmax_backward_rows<double>(g, y, dx, rows, tq, n, divisor);
-}
-void log_softmax_stats(const float* x, int64_t rows, int64_t n, float* shift, float* ls) {
-  log_softmax_stats_rows<float>(x, rows, n, shift, ls);
-}
-void log_softmax_stats(const double* x, int64_t rows, int64_t n, double* shift, double* ls) {
-  log_softmax_stats_rows<double>(x, rows, n, shift, ls);
-}
-void cross_entropy_backward(const float* x, const float* shift, const float* ls, const int64_t* target, const float* v,
-                            int64_t rows, int64_t n, float* dx) {
-  cross_entropy_backward_rows<float>(x, shift, ls, target, v, rows, n, dx);
-}
-void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
-                            int64_t rows, int64_t n, double* dx) {
-  cross_entropy_backward_rows<double>(x, shift, ls, target, v, rows, n, dx);
-}
-
-}  // namespace detail
 
 // One fused op for the causal attention weights (see ops.h). The composed version,
 // softmax(masked_fill(scores, triu(ones(Tq, Tk), 1), -inf) / divisor, -1), is its tested reference.
@@ -332,21 +53,13 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
                                               dtype_name(scores.dtype()) + " of shape " + scores.shape().str());
   }
   const int64_t tq = scores.size(-2), n = scores.size(-1);
-  Tensor y;
-  {
-    NoGradGuard g;
-    const Tensor x = scores.contiguous();
-    y = detail::make_tensor(x.shape(), x.dtype());
-    dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
-      if (x.numel()) causal_softmax_rows<T>(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
-    });
-  }
+  Tensor y = kernels::causal_softmax(scores, divisor);
   if (needs_grad(scores)) {
     // y = softmax(masked(scores) / divisor)  =>  dscores = y * (g - sum(g * y)) / divisor, 0 where masked
     // (the rules of softmax, div and masked_fill in turn: causal_softmax_backward)
     record(y, "CausalSoftmaxBackward0", {scores}, [sy = SavedTensor(y, true), tq, n, divisor](const Tensor& g) -> Grads {
       const Tensor y = sy.get();
-      if (!needs_grad(g, y)) return {causal_softmax_backward_kernel(g, y, tq, n, divisor)};
+      if (!needs_grad(g, y)) return {kernels::causal_softmax_backward(g, y, tq, n, divisor)};
       return {causal_softmax_backward(g, y, divisor)};
     });
   }

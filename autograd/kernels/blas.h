@@ -22,7 +22,7 @@ void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, cons
           double beta = 0.0);
 
 // How BLAS reads the last two dims of t, if it can: row-major or, for a transposed view,
-// column-major, with a leading dimension (defined in matmul.cpp, as are the two below).
+// column-major, with a leading dimension (defined in kernels/matmul.cpp, as are the two below).
 std::optional<MatLayout> layout_of(const Tensor& t);
 // t itself if BLAS can read its last two dims (transposed views included), else a contiguous copy.
 Tensor blas_operand(const Tensor& t);

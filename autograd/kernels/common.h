@@ -133,25 +133,4 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // The error every op uses for a shape mismatch.
 [[noreturn]] void shape_error(const char* op, const std::string& what);
 
-// cross_entropy's kernels (softmax.cpp), with log_softmax's arithmetic: per row of x (rows, n),
-// log_softmax(x)[r, j] == x[r, j] - shift[r] - ls[r] bit for bit (ls NaN for a row with a NaN);
-// and dx = log_softmax's backward of a gradient that is v[r] at target[r] (none if target[r] is
-// -1) and 0 elsewhere.
-void log_softmax_stats(const float* x, int64_t rows, int64_t n, float* shift, float* ls);
-void log_softmax_stats(const double* x, int64_t rows, int64_t n, double* shift, double* ls);
-void cross_entropy_backward(const float* x, const float* shift, const float* ls, const int64_t* target, const float* v,
-                            int64_t rows, int64_t n, float* dx);
-void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
-                            int64_t rows, int64_t n, double* dx);
-
-// The row kernels of causal_softmax (softmax.cpp), for the fused attention ops: `rows` rows of
-// length n, row r being query r % tq; y = softmax(masked(x) / divisor) (y may be x), and its
-// backward dx from the output gradient g and y.
-void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor);
-void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor);
-void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
-                                  float divisor);
-void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
-                                  double divisor);
-
 }  // namespace ag::detail

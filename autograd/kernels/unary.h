@@ -1,7 +1,8 @@
 // Kernels of the unary elementwise ops (unary.cpp): one loop over any strides, no history. The
 // forward maps compute the op; the *_backward kernels are the fast paths of the rules written in
 // unary.cpp, used when no graph of the backward is recorded, and must equal those rules to
-// rounding (tests/test_kernels.cpp holds them to it).
+// rounding (FastKernels.EqualTheRulesTheyStandInFor in tests/test_higher_order.cpp holds them to
+// it).
 #pragma once
 
 #include "autograd/tensor.h"

@@ -1,0 +1,88 @@
+// Kernels of the losses; their rules and formulas are in loss.cpp.
+#include "autograd/kernels/loss.h"
+
+#include <limits>
+
+#include "autograd/kernels/common.h"
+#include "autograd/kernels/softmax.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace ag::kernels {
+
+namespace {
+
+// nll_loss's value: -(1/count) times the sum of logp(i, t_i) over the rows that count, summed in
+// double; NaN if no row counts.
+template <class T, class LogP>
+Tensor nll_value(const std::vector<int64_t>& ids, int64_t count, DType dtype, LogP logp) {
+  double acc = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= 0) acc -= static_cast<double>(logp(static_cast<int64_t>(i), ids[i]));
+  const T n = static_cast<T>(count);
+  return full({}, count ? static_cast<double>(static_cast<T>(acc) / n) : std::numeric_limits<double>::quiet_NaN(), dtype);
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& ids, int64_t count) {
+  const Tensor lp = logp.contiguous();
+  const int64_t c = lp.size(-1);
+  return dispatch_float(lp.dtype(), "nll_loss", [&]<typename T>() {
+    const T* p = lp.data_ptr<T>();
+    return nll_value<T>(ids, count, lp.dtype(), [&](int64_t i, int64_t t) { return p[i * c + t]; });
+  });
+}
+
+Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64_t count, const Size& shape) {
+  Tensor d = zeros(shape.vec(), g.dtype());
+  const int64_t n = static_cast<int64_t>(ids.size()), c = shape[shape.size() - 1];
+  dispatch_float(g.dtype(), "nll_loss_backward", [&]<typename T>() {
+    const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
+    T* p = d.data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i)
+      if (ids[static_cast<std::size_t>(i)] >= 0) p[i * c + ids[static_cast<std::size_t>(i)]] = v;
+  });
+  return d;
+}
+
+Tensor target_mask(const std::vector<int64_t>& ids, const Size& shape) {
+  Tensor hit = zeros(shape.vec(), kBool);
+  uint8_t* p = hit.data_ptr<uint8_t>();
+  const int64_t c = shape[shape.size() - 1];
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= 0) p[static_cast<int64_t>(i) * c + ids[i]] = 1;
+  return hit;
+}
+
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& ids, int64_t count, Tensor& stats) {
+  const int64_t n = static_cast<int64_t>(ids.size()), c = logits.size(-1);
+  stats = detail::make_tensor(Size{2, n}, logits.dtype());  // per row: shift, log-sum
+  return dispatch_float(logits.dtype(), "cross_entropy", [&]<typename T>() {
+    NoGradGuard no_grad;
+    const Tensor x = logits.contiguous();
+    const T* px = x.data_ptr<T>();
+    T* shift = stats.data_ptr<T>();
+    T* ls = shift + n;
+    log_softmax_stats(px, n, c, shift, ls);
+    // nll_loss of log_softmax's log-probabilities at the targets
+    return nll_value<T>(ids, count, logits.dtype(), [&](int64_t i, int64_t t) -> T { return px[i * c + t] - shift[i] - ls[i]; });
+  });
+}
+
+Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& stats, const std::vector<int64_t>& ids,
+                              int64_t count) {
+  const Tensor x = logits.contiguous();
+  const int64_t n = static_cast<int64_t>(ids.size()), c = x.size(-1);
+  Tensor dx = detail::make_tensor(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), "cross_entropy_backward", [&]<typename T>() {
+    const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
+    std::vector<T> per_row(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) per_row[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] >= 0 ? v : T(0);
+    const T* shift = stats.data_ptr<T>();
+    cross_entropy_backward(x.data_ptr<T>(), shift, shift + n, ids.data(), per_row.data(), n, c, dx.data_ptr<T>());
+  });
+  return dx;
+}
+
+}  // namespace ag::kernels

@@ -1,0 +1,29 @@
+// Kernels of masked_fill; its rule is in masked_fill.cpp.
+#include "autograd/kernels/masked_fill.h"
+
+#include <cstdint>
+
+#include "autograd/kernels/common.h"
+
+namespace ag::kernels {
+
+Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
+  // one pass: out = mask ? value : t
+  return dispatch_all(t.dtype(), [&]<typename T>() {
+    const T v = static_cast<T>(value);
+    return detail::map_binary<T, T, uint8_t>(t, mask, t.shape(), t.dtype(), [v](T x, uint8_t m) { return m ? v : x; });
+  });
+}
+
+void masked_fill_inplace(const Tensor& t, const Tensor& mask, double value) {
+  const Strides ms = detail::broadcast_strides(mask, t.shape());
+  const uint8_t* pm = static_cast<const uint8_t*>(mask.impl()->storage->data);
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* p = static_cast<T*>(t.impl()->storage->data);
+    const T v = static_cast<T>(value);
+    detail::walk<2>(t.shape(), {&t.strides(), &ms}, {t.storage_offset(), mask.storage_offset()},
+                    [&](const std::array<int64_t, 2>& o) { p[o[0]] = pm[o[1]] ? v : p[o[0]]; });
+  });
+}
+
+}  // namespace ag::kernels

@@ -1,0 +1,15 @@
+// Kernels of masked_fill and masked_fill_ (masked_fill.cpp): one loop over the input and its bool
+// mask broadcast to it, any strides, no history. The rule (masked_fill.cpp) is a masked_fill of
+// the gradient, so it has no fast path of its own.
+#pragma once
+
+#include "autograd/tensor.h"
+
+namespace ag::kernels {
+
+// out = mask ? value : t, a new contiguous tensor
+Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);
+// t = mask ? value : t, in place
+void masked_fill_inplace(const Tensor& t, const Tensor& mask, double value);
+
+}  // namespace ag::kernels
