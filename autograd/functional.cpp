@@ -86,13 +86,6 @@ std::vector<Tensor> per_input(const char* op, const std::vector<Tensor>& inputs,
   return v;
 }
 
-// Each tensor flattened and joined: one vector of everything (the Jacobian's columns).
-Tensor flat_cat(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> flat;
-  for (const Tensor& t : ts) flat.push_back(t.reshape({-1}));
-  return cat(flat, 0);
-}
-
 // shape a followed by shape b
 DimVector joined(const Size& a, const Size& b) {
   DimVector s(a.begin(), a.end());

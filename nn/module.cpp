@@ -109,8 +109,14 @@ void Module::zero_grad(bool set_to_none) {
   NoGradGuard g;
   for (Tensor& p : parameters()) {
     if (!p.grad().defined()) continue;
-    if (set_to_none) p.set_grad(Tensor());
-    else p.grad().zero_();
+    if (set_to_none) {
+      p.set_grad(Tensor());
+      continue;
+    }
+    // a gradient recorded with create_graph loses its history first, as PyTorch's zero_grad
+    // detaches it (its graph refers back to p: keeping it would keep that graph alive)
+    if (p.grad().grad_fn()) p.set_grad(p.grad().detach());
+    p.grad().zero_();
   }
 }
 

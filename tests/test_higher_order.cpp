@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "golden_io.h"
+#include "optim/optimizer.h"
 #include "ops_table.h"
 #include "test_util.h"
 
@@ -507,4 +508,24 @@ TEST(Functional, Errors) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "[vhp] v[0] has shape [3] but input 0 has shape [2]");
   }
+}
+
+TEST(HigherOrderMemory, ZeroGradDetachesAGradientWithHistory) {
+  // backward(create_graph) into parameters, then the optimizer's zero_grad (not set to none), as
+  // a gradient-penalty training loop does: the recorded graph goes with the gradient's history
+  const int64_t baseline = live_nodes();
+  Tensor w = tensor({0.5, -0.25}, kFloat64).requires_grad_();
+  optim::SGDOptions o;
+  o.lr = 0.1;
+  optim::SGD opt({w}, o);
+  for (int i = 0; i < 10; ++i) {
+    opt.zero_grad();
+    sum(tanh(w) * w).backward({}, std::nullopt, /*create_graph=*/true);
+    EXPECT_TRUE(w.grad().requires_grad());
+    opt.step();
+  }
+  opt.zero_grad();
+  EXPECT_FALSE(w.grad().requires_grad());
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{0.0, 0.0}));
+  EXPECT_EQ(live_nodes(), baseline);
 }
