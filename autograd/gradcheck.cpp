@@ -45,28 +45,26 @@ GradcheckResult check_jacobian(const char* op, const GradcheckFn& fn, const std:
   }
   const int64_t n_out = out.numel();
 
-  // Analytical Jacobian, one row per output element: backward with a one-hot gradient.
+  // Analytical Jacobian, one row per output element: ag::grad with a one-hot gradient (no .grad
+  // is touched).
   std::vector<std::vector<std::vector<double>>> ana(inputs.size());  // [input][out j][elem i]
+  std::vector<Tensor> wrt;
+  std::vector<std::size_t> wrt_index;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    if (inputs[k].defined() && inputs[k].requires_grad()) ana[k].assign(static_cast<std::size_t>(n_out), {});
+    if (!inputs[k].defined() || !inputs[k].requires_grad()) continue;
+    ana[k].assign(static_cast<std::size_t>(n_out), std::vector<double>(static_cast<std::size_t>(inputs[k].numel()), 0.0));
+    wrt.push_back(inputs[k]);
+    wrt_index.push_back(k);
   }
-  if (out.requires_grad()) {
+  if (out.requires_grad() && !wrt.empty()) {
     for (int64_t j = 0; j < n_out; ++j) {
-      for (const Tensor& in : inputs)
-        if (in.defined()) in.set_grad(Tensor());
       Tensor onehot = zeros(out.shape().vec(), kFloat64);
       onehot.data_ptr<double>()[j] = 1.0;
-      out.backward(onehot, /*retain_graph=*/true);
-      for (std::size_t k = 0; k < inputs.size(); ++k) {
-        if (ana[k].empty()) continue;
-        const Tensor g = inputs[k].grad();
-        ana[k][static_cast<std::size_t>(j)] = g.defined() ? g.to_vector<double>()
-                                                          : std::vector<double>(static_cast<std::size_t>(inputs[k].numel()), 0.0);
-      }
+      const std::vector<Tensor> g = grad({out}, wrt, {onehot}, /*retain_graph=*/true, false, /*allow_unused=*/true);
+      for (std::size_t a = 0; a < g.size(); ++a)
+        if (g[a].defined()) ana[wrt_index[a]][static_cast<std::size_t>(j)] = g[a].to_vector<double>();
     }
   }
-  for (const Tensor& in : inputs)
-    if (in.defined()) in.set_grad(Tensor());
 
   // Numerical Jacobian by central differences, compared column by column.
   GradcheckResult res;

@@ -18,8 +18,9 @@ struct GradcheckResult {
 
 using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// Full Jacobian check: for every output element j (one backward each, retain_graph) and every
-// element i of every input that requires grad, |analytical - numerical| <= atol + rtol |numerical|.
+// Full Jacobian check: for every output element j (one ag::grad each, retain_graph; no .grad is
+// touched) and every element i of every input that requires grad,
+// |analytical - numerical| <= atol + rtol |numerical|.
 // Inputs must be float64 (like PyTorch, float32 is refused: its rounding swamps the differences).
 GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6,
                                  double atol = 1e-5, double rtol = 1e-3);

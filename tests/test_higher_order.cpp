@@ -321,6 +321,18 @@ TEST(Gradgradcheck, GivenGradOutputsAndTheReport) {
   EXPECT_NE(r2.message.find("max error"), std::string::npos) << r2.message;
 }
 
+TEST(Gradgradcheck, LeavesTheInputsGradAlone) {
+  // like PyTorch's, gradcheck and gradgradcheck differentiate with ag::grad: a .grad the caller
+  // accumulated stays as it was
+  Tensor x = tensor({0.5, -1.0}, kFloat64).requires_grad_();
+  sum(x * x).backward();
+  auto f = [](auto& in) { return tanh(in[0]) * in[0]; };
+  EXPECT_TRUE(gradcheck(f, {x}));
+  EXPECT_TRUE(gradgradcheck(f, {x}));
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1.0, -2.0}));
+}
+
 TEST(Gradgradcheck, Errors) {
   Tensor x32 = tensor({1.0f, 2.0f}).requires_grad_();
   Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
