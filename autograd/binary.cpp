@@ -30,7 +30,8 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
   Tensor out = kernels::binary(op, a, b, shape, dt);
   if (!needs_grad(a, b)) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  SavedTensor sa(op == Op::Add || op == Op::Sub || !gb ? Tensor() : a);
+  // a is needed by db (mul, div, pow) and by pow's da
+  SavedTensor sa(op == Op::Add || op == Op::Sub || (!gb && op != Op::Pow) ? Tensor() : a);
   SavedTensor sb(op == Op::Add || op == Op::Sub ? Tensor() : b);
   SavedTensor so(op == Op::Pow && gb ? out : Tensor(), /*is_output=*/true);
   record(out, grad_name, {a, b}, [op, ga, gb, sa, sb, so, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {

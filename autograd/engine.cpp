@@ -195,7 +195,8 @@ struct Targets {
 
 // Marks which nodes lead to a target (ag::grad runs only those): post-order over the graph.
 // A node freed by an earlier backward has lost its edges, so whether it leads to a target is not
-// known: the first one met is reported in `freed`.
+// known: the first such node met (other than a target itself, whose edges are not needed) is
+// reported in `freed`.
 void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pass, const Node** freed) {
   std::vector<std::pair<Node*, std::size_t>> stack;
   for (Node* r : roots) {
@@ -204,7 +205,7 @@ void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pas
     while (!stack.empty()) {
       auto& [n, i] = stack.back();
       if (i == 0) n->needed = t.is_node_target(n) ? 1 : 0;
-      if (i == 0 && n->released && !*freed) *freed = n;
+      if (i == 0 && n->released && !*freed && !t.is_node_target(n)) *freed = n;
       if (i < n->next.size()) {
         const Edge& e = n->next[i++];
         if (e.leaf && t.is_leaf_target(e.leaf.get())) n->needed = 1;
@@ -224,7 +225,7 @@ void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pas
 }  // namespace
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
-                                 bool create_graph, const std::vector<Tensor>& inputs, const Node** freed_seen) {
+                                 bool create_graph, const std::vector<Tensor>& inputs) {
   GradModeGuard mode(create_graph);
   const bool accumulate = inputs.empty();
   Targets targets;
@@ -242,6 +243,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   static std::atomic<uint64_t> pass_counter{0};
   const uint64_t pass = ++pass_counter;
   std::vector<Node*> root_nodes;
+  // While recording, a pending gradient can have a history that leads back to its own node; if
+  // a rule throws, those must be dropped or the nodes would keep each other alive.
+  std::vector<std::shared_ptr<Node>> recording;
   for (std::size_t r = 0; r < roots.size(); ++r) {
     Node* n = roots[r].grad_fn().get();
     if (!n) {  // backward on a leaf: its gradient is the seed itself
@@ -255,6 +259,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       n->pending_grad = Tensor();
       n->needed = accumulate ? 1 : -1;
       root_nodes.push_back(n);
+      if (create_graph) recording.push_back(roots[r].grad_fn());
     }
   }
   std::vector<Node*> stack(root_nodes);
@@ -270,14 +275,18 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         m->pending_grad = Tensor();
         m->needed = accumulate ? 1 : -1;
         stack.push_back(m);
+        if (create_graph) recording.push_back(e.fn);
       }
       ++m->pending_consumers;
     }
   }
-  const Node* freed = nullptr;
-  if (!accumulate) mark_needed(root_nodes, targets, pass, &freed);
-  for (Node* r : root_nodes)
-    if (r->released) r->needed = 1;  // runs, and says it was freed
+  if (!accumulate) {
+    // ag::grad meeting a freed node cannot tell whether an input lies past it: rather than
+    // return a gradient that may be missing that path, it says the graph was freed
+    const Node* freed = nullptr;
+    mark_needed(root_nodes, targets, pass, &freed);
+    if (freed) throw std::runtime_error(second_time_message(freed));
+  }
 
   // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
   //    which are summed (a tensor used on two paths gets both contributions).
@@ -293,58 +302,62 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       ready.push_back(n);
     }
   }
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = std::move(ready.back());
-    ready.pop_back();
-    const Tensor g = std::move(node->pending_grad);
-    node->pending_grad = Tensor();
-    if (!accumulate) {  // an input that is not a leaf: its gradient is what reached its node
-      for (std::size_t i = 0; i < inputs.size(); ++i)
-        if (targets.nodes[i] == node.get() && g.defined()) captured[i] = sum_grads(captured[i], g);
-    }
-    // Whether anything past this node is wanted (always, for backward; for ag::grad, an input
-    // below it)
-    bool run = accumulate;
-    for (const Edge& e : node->next) {
-      if (run) break;
-      run = (e.leaf && targets.is_leaf_target(e.leaf.get())) || (e.fn && e.fn->needed > 0);
-    }
-    if (!run) continue;
-    if (node->released) {
-      throw std::runtime_error(
-          second_time_message(node.get()));
-    }
+  try {
+    while (!ready.empty()) {
+      std::shared_ptr<Node> node = std::move(ready.back());
+      ready.pop_back();
+      const Tensor g = std::move(node->pending_grad);
+      node->pending_grad = Tensor();
+      if (!accumulate) {  // an input that is not a leaf: its gradient is what reached its node
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+          if (targets.nodes[i] == node.get() && g.defined()) captured[i] = sum_grads(captured[i], g);
+      }
+      // Whether anything past this node is wanted (always, for backward; for ag::grad, an input
+      // below it)
+      bool run = accumulate;
+      for (const Edge& e : node->next) {
+        if (run) break;
+        run = (e.leaf && targets.is_leaf_target(e.leaf.get())) || (e.fn && e.fn->needed > 0);
+      }
+      if (!run) continue;
+      if (node->released) {
+        throw std::runtime_error(
+            second_time_message(node.get()));
+      }
 
-    Grads node_grads;
-    if (g.defined()) {
-      RunningNode running(node);
-      node_grads = node->backward(g);
-      if (node_grads.size() != node->next.size()) {
-        throw std::logic_error("[autograd] " + std::string(node->name) + " returned " + std::to_string(node_grads.size()) +
-                               " gradients for " + std::to_string(node->next.size()) + " inputs");
+      Grads node_grads;
+      if (g.defined()) {
+        RunningNode running(node);
+        node_grads = node->backward(g);
+        if (node_grads.size() != node->next.size()) {
+          throw std::logic_error("[autograd] " + std::string(node->name) + " returned " + std::to_string(node_grads.size()) +
+                                 " gradients for " + std::to_string(node->next.size()) + " inputs");
+        }
       }
-    }
-    if (!retain_graph) {  // free saved tensors (and, below, the edges) as we go
-      node->backward = nullptr;
-      node->released = true;
-    }
-    const auto& edges = node->next;
-    for (std::size_t i = 0; i < edges.size(); ++i) {
-      const Edge& e = edges[i];
-      const bool has = i < node_grads.size() && node_grads[i].defined() && e.active();
-      if (has) check_grad(node->name, i, e, node_grads[i]);
-      if (e.leaf && has) {
-        if (accumulate) accumulate_leaf(e.leaf.get(), node_grads[i]);
-        else capture_leaf(e.leaf.get(), node_grads[i]);
+      if (!retain_graph) {  // free saved tensors (and, below, the edges) as we go
+        node->backward = nullptr;
+        node->released = true;
       }
-      if (!e.fn || e.fn->needed <= 0) continue;
-      Node* m = e.fn.get();
-      if (has) m->pending_grad = sum_grads(m->pending_grad, node_grads[i]);
-      if (--m->pending_consumers == 0) ready.push_back(e.fn);
+      const auto& edges = node->next;
+      for (std::size_t i = 0; i < edges.size(); ++i) {
+        const Edge& e = edges[i];
+        const bool has = i < node_grads.size() && node_grads[i].defined() && e.active();
+        if (has) check_grad(node->name, i, e, node_grads[i]);
+        if (e.leaf && has) {
+          if (accumulate) accumulate_leaf(e.leaf.get(), node_grads[i]);
+          else capture_leaf(e.leaf.get(), node_grads[i]);
+        }
+        if (!e.fn || e.fn->needed <= 0) continue;
+        Node* m = e.fn.get();
+        if (has) m->pending_grad = sum_grads(m->pending_grad, node_grads[i]);
+        if (--m->pending_consumers == 0) ready.push_back(e.fn);
+      }
+      if (!retain_graph) node->next.clear();
     }
-    if (!retain_graph) node->next.clear();
+  } catch (...) {
+    for (const std::shared_ptr<Node>& n : recording) n->pending_grad = Tensor();
+    throw;
   }
-  if (freed_seen) *freed_seen = freed;
   return captured;
 }
 
@@ -397,17 +410,13 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                                std::to_string(i) + ", shape " + inputs[i].shape().str() + ")");
     }
   }
-  const Node* freed = nullptr;
-  std::vector<Tensor> out = run_backward(outputs, seeds("grad", outputs, grad_outputs), retain_graph.value_or(create_graph),
-                                         create_graph, inputs, &freed);
+  std::vector<Tensor> out =
+      run_backward(outputs, seeds("grad", outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph, inputs);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    // an input not reached past a node freed by an earlier backward may have been reached
-    // through it: that is an error whether or not unused inputs are allowed
-    if (!out[i].defined() && freed) throw std::runtime_error(second_time_message(freed));
     if (!out[i].defined() && !allow_unused) {
-      throw std::runtime_error("[grad] One of the differentiated Tensors appears to not have been used in the graph "
-                               "(input " + std::to_string(i) + ", shape " + inputs[i].shape().str() +
-                               "). Set allow_unused=true if this is the desired behavior.");
+      throw std::runtime_error("[grad] One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior. (input " + std::to_string(i) +
+                               ", shape " + inputs[i].shape().str() + ")");
     }
   }
   return out;

@@ -188,9 +188,7 @@ int64_t live_nodes();
 // nothing is returned; otherwise only the nodes that lead to an input run, nothing touches any
 // .grad, and the gradient of each input is returned (undefined if none reached it): ag::grad.
 // With create_graph the backward rules run with grad mode on, so the pass records its own graph.
-// `freed_seen` (ag::grad) gets a node freed by an earlier backward that the pass met, if any.
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
-                                 bool create_graph, const std::vector<Tensor>& inputs = {},
-                                 const Node** freed_seen = nullptr);
+                                 bool create_graph, const std::vector<Tensor>& inputs = {});
 
 }  // namespace ag

@@ -1,6 +1,7 @@
 // Reductions: sum, mean, max (with indices), argmax, and sum_to (the gradient of broadcasting).
 // The rules are written in ag ops; the loops (forward, and max(dim)'s rule as one loop for when
 // nothing is recorded) are in kernels/reduce.cpp.
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -95,9 +96,11 @@ Tensor max(const Tensor& t) {
   }
   Tensor out = kernels::max(t);
   if (needs_grad(t)) {
-    // out = max(t)  =>  dt = g / k at each of the k positions equal to the max, 0 elsewhere
+    // out = max(t)  =>  dt = g / k at each of the k positions equal to the max (the NaNs, if the
+    // max is NaN), 0 elsewhere
     record(out, "MaxBackward1", {t}, [st = SavedTensor(t), so = SavedTensor(out, /*is_output=*/true)](const Tensor& g) -> Grads {
-      Tensor hit = eq(st.get(), so.get()).to(g.dtype());
+      const Tensor x = st.get(), y = so.get();
+      Tensor hit = (std::isnan(y.item()) ? logical_not(eq(x, x)) : eq(x, y)).to(g.dtype());
       return {mul(hit, div(g, sum(hit)))};
     });
   }

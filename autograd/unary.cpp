@@ -92,11 +92,11 @@ Tensor sigmoid(const Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   Tensor y = kernels::relu(x);
-  // y = max(x, 0)  =>  dx = g where y > 0, else 0 (the mask is a constant: relu's second
-  // derivative is 0)
+  // y = max(x, 0)  =>  dx = 0 where y <= 0, else g (a NaN passes g, as in PyTorch; the mask is a
+  // constant: relu's second derivative is 0)
   if (needs_grad(x)) {
     record_unary(y, "ReluBackward0", x, SavedTensor(y, true),
-                 [](const Tensor& g, const Tensor& y) { return masked_fill(g, logical_not(gt(y, 0.0)), 0.0); },
+                 [](const Tensor& g, const Tensor& y) { return masked_fill(g, le(y, 0.0), 0.0); },
                  kernels::relu_backward);
   }
   return y;

@@ -55,6 +55,7 @@ std::vector<ExtraCase> extra_cases() {
   const Tensor keep = tensor({{1.0, 0.0, 1.0}, {1.0, 1.0, 0.0}}, kFloat64);
   return {
       {"erf", [](auto& x) { return erf(x[0]); }, {{2, 3}}},
+      {"pow_constant_exponent", [](auto& x) { return pow(x[0], tensor({2.0, 3.0, 0.5}, kFloat64)); }, {{2, 3}}, 0.5, 2.0},
       {"index_add", [](auto& x) { return index_add(x[0], 0, tensor({2, 0, 2}), x[1], 0.5); }, {{3, 2}, {3, 2}}},
       {"nll_loss", [](auto& x) { return nll_loss(log_softmax(x[0], -1), tensor({1, 0, 2})); }, {{3, 4}}},
       {"nll_loss_1d", [](auto& x) { return nll_loss(x[0], tensor(2)); }, {{4}}},
@@ -168,8 +169,8 @@ TEST(Grad, UnusedInputsAndAllowUnused) {
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(),
-                 "[grad] One of the differentiated Tensors appears to not have been used in the graph (input 1, shape [1]). "
-                 "Set allow_unused=true if this is the desired behavior.");
+                 "[grad] One of the differentiated Tensors appears to not have been used in the graph. Set "
+                 "allow_unused=True if this is the desired behavior. (input 1, shape [1])");
   }
   std::vector<Tensor> g = grad({y}, {x, z}, {}, true, false, /*allow_unused=*/true);
   EXPECT_TRUE(g[0].defined());
@@ -207,13 +208,68 @@ TEST(Grad, ErrorsAsPyTorchGivesThem) {
 }
 
 TEST(Grad, RunsOnlyTheNodesThatLeadToTheInputs) {
-  // the branch through `other` was freed by an earlier backward; grad with respect to x does not
-  // need it and must not run it
+  // the branch through e cannot run (its saved output was modified in place); grad with respect
+  // to x does not need it and must not run it, where backward runs everything
   Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_(), o = tensor({3.0, 4.0}, kFloat64).requires_grad_();
-  Tensor other = exp(o);
-  Tensor y = sum(x * x) + sum(other);
-  sum(other).backward();  // frees other's node
-  EXPECT_EQ(grad({y}, {x})[0].to_vector<double>(), (std::vector<double>{2.0, 4.0}));
+  Tensor e = exp(o);
+  Tensor y = sum(x * x) + sum(e);
+  {
+    NoGradGuard no_grad;
+    e.add_(1.0);
+  }
+  EXPECT_EQ(grad({y}, {x}, {}, true)[0].to_vector<double>(), (std::vector<double>{2.0, 4.0}));
+  EXPECT_THROW(y.backward(), std::runtime_error);
+  x.set_grad({});
+}
+
+TEST(Grad, AFreedGraphIsAnErrorNeverAMissingPath) {
+  // part of the graph was freed by an earlier pass: ag::grad cannot see whether the input lies
+  // past it, so it says so (PyTorch: "Trying to backward through the graph a second time")
+  // rather than return the gradient of the other paths only
+  Tensor x = tensor({0.5, -1.0}, kFloat64).requires_grad_();
+  Tensor h = tanh(x);
+  grad({sum(h)}, {x});
+  try {
+    grad({sum(h * h) + sum(x)}, {x});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("trying to backward through the graph a second time (TanhBackward0 was already "
+                                         "freed)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(HigherOrderMemory, ARuleThatThrowsWhileRecordingLeaksNothing) {
+  const int64_t baseline = live_nodes();
+  {
+    Tensor x = tensor({0.5, -1.0}, kFloat64).requires_grad_();
+    Tensor y = x * x;
+    Tensor e = exp(y);
+    {
+      NoGradGuard no_grad;
+      e.add_(1.0);  // ExpBackward's saved output: its rule throws
+    }
+    EXPECT_THROW(grad({sum(e) + sum(tanh(y))}, {x}, {}, std::nullopt, /*create_graph=*/true), std::runtime_error);
+  }
+  EXPECT_EQ(live_nodes(), baseline);
+}
+
+TEST(Relu, ANaNPassesItsGradientAsInPyTorch) {
+  // PyTorch's threshold_backward zeroes where y <= 0 only
+  Tensor x = tensor({NAN, -1.0, 2.0}, kFloat64).requires_grad_();
+  for (bool create_graph : {false, true}) {
+    Tensor g = grad({sum(relu(x) * 3.0)}, {x}, {}, std::nullopt, create_graph)[0];
+    EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{3.0, 0.0, 3.0})) << create_graph;
+  }
+}
+
+TEST(MaxAll, ANaNMaximumSendsTheGradientToTheNaNsAsInPyTorch) {
+  Tensor x = tensor({1.0, NAN, 3.0, NAN}, kFloat64).requires_grad_();
+  for (bool create_graph : {false, true}) {
+    Tensor g = grad({max(x) * 2.0}, {x}, {}, std::nullopt, create_graph)[0];
+    EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{0.0, 1.0, 0.0, 1.0})) << create_graph;
+  }
 }
 
 TEST(EnableGradGuard, RecordsInsideNoGrad) {

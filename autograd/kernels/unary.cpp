@@ -68,7 +68,7 @@ Tensor sigmoid_backward(const Tensor& g, const Tensor& y) {
   return zip(g, y, [](auto gv, auto yv) { return gv * yv * (1 - yv); });
 }
 Tensor relu_backward(const Tensor& g, const Tensor& y) {
-  return zip(g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); });
+  return zip(g, y, [](auto gv, auto yv) { return yv <= 0 ? decltype(gv)(0) : gv; });
 }
 
 Tensor gelu_backward(const Tensor& g, const Tensor& x, bool tanh_approx) {

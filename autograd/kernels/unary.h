@@ -26,7 +26,7 @@ Tensor log_backward(const Tensor& g, const Tensor& x);      // g / x
 Tensor sqrt_backward(const Tensor& g, const Tensor& y);     // g / (2 y)
 Tensor tanh_backward(const Tensor& g, const Tensor& y);     // g (1 - y^2)
 Tensor sigmoid_backward(const Tensor& g, const Tensor& y);  // g y (1 - y)
-Tensor relu_backward(const Tensor& g, const Tensor& y);     // g where y > 0
+Tensor relu_backward(const Tensor& g, const Tensor& y);     // 0 where y <= 0, else g
 Tensor gelu_backward(const Tensor& g, const Tensor& x, bool tanh_approx);
 Tensor pow_backward(const Tensor& g, const Tensor& x, double e);  // g e x^(e-1)
 
