@@ -18,8 +18,10 @@ Tensor empty(const DimVector& shape, Options o = {});
 Tensor zeros(const DimVector& shape, Options o = {});
 Tensor ones(const DimVector& shape, Options o = {});
 Tensor full(const DimVector& shape, double value, Options o = {});
-Tensor arange(double end, Options o = kInt64);
-Tensor arange(double start, double end, double step = 1.0, Options o = kInt64);
+// torch.arange: without a dtype, int64 if start, end and step are all integral, else float32 (C++
+// cannot tell 5.0 from 5 once converted, so arange(0.0, 5.0) is int64; give kFloat32 for floats).
+Tensor arange(double end, Options o = {});
+Tensor arange(double start, double end, double step = 1.0, Options o = {});
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);

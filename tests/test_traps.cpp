@@ -1,0 +1,64 @@
+// Regression tests of the traps a translator of PyTorch tutorials fell into (issue 13): inputs
+// where ag used to give a silently different result from PyTorch 1.13. The expected values are
+// PyTorch's (printed by torch 1.13 for the same calls; exact decimals).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "autograd/autograd.h"
+
+using namespace ag;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(Traps, ArangeInfersFloat32FromANonIntegralArgument) {
+  // torch.arange(-3.0, 3.0, 0.5): float32 [-3.0, -2.5, ..., 2.5]; it was int64 [-3, -2, -2, ...]
+  Tensor a = arange(-3.0, 3.0, 0.5);
+  EXPECT_EQ(a.dtype(), kFloat32);
+  EXPECT_EQ(a.to_vector<double>(),
+            (std::vector<double>{-3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5}));
+  Tensor b = arange(0.0, 1.0, 0.25);  // was [0, 0, 0, 0]
+  EXPECT_EQ(b.dtype(), kFloat32);
+  EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{0.0, 0.25, 0.5, 0.75}));
+  EXPECT_EQ(arange(4.5).dtype(), kFloat32);
+  EXPECT_EQ(arange(4.5).numel(), 5);
+  // all integral: int64, as before
+  EXPECT_EQ(arange(5).dtype(), kInt64);
+  EXPECT_EQ(arange(0, 5, 2).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 4}));
+  // a given dtype wins, with or without other options
+  EXPECT_EQ(arange(3, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(arange(0.0, 1.0, 0.5, Options().dtype(kInt64)).to_vector<int64_t>(), (std::vector<int64_t>{0, 0}));
+  Tensor r = arange(0.0, 1.0, 0.5, Options().requires_grad(true));
+  EXPECT_EQ(r.dtype(), kFloat32);
+  EXPECT_TRUE(r.requires_grad());
+}
+
+TEST(Traps, NegativeIndicesAreOutOfRangeInEveryGather) {
+  // PyTorch: IndexError "index out of range in self"; ag used to wrap -1 to the last row (and
+  // backward wrote there)
+  const Tensor w = ones({3, 2});
+  EXPECT_EQ(error_of([&] { embedding(w, tensor({-1})); }),
+            "[embedding] index out of range in self: index -1 for dim 0 of size 3 (shape [3, 2])");
+  EXPECT_EQ(error_of([&] { index_select(w, 0, tensor({0, -1})); }),
+            "[index_select] index out of range in self: index -1 for dim 0 of size 3 (shape [3, 2])");
+  EXPECT_EQ(error_of([&] { index_select(w, 1, tensor({2})); }),
+            "[index_select] index out of range in self: index 2 for dim 1 of size 2 (shape [3, 2])");
+  EXPECT_EQ(error_of([&] { index_add(zeros({3, 2}), 0, tensor({-1}), ones({1, 2})); }),
+            "[index_add] index out of range in self: index -1 for dim 0 of size 3 (shape [3, 2])");
+  EXPECT_THROW(embedding(w, tensor({-1})), std::out_of_range);
+  // in range: unchanged
+  EXPECT_EQ(index_select(arange(6, kFloat32).view({3, 2}), 0, tensor({2, 0})).to_vector<float>(),
+            (std::vector<float>{4, 5, 0, 1}));
+}
