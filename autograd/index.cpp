@@ -14,18 +14,19 @@ namespace ag {
 
 namespace {
 
-// Index values as int64, bounds-checked against `size`.
+// Index values as int64, each in [0, size).
 std::vector<int64_t> checked_indices(const Tensor& index, int64_t size, const char* op, const Size& shape, int64_t dim) {
   if (index.dtype() != kInt64) {
     throw std::invalid_argument(std::string("[") + op + "] expected an int64 index tensor, got " + dtype_name(index.dtype()));
   }
+  // as in PyTorch, a negative index is out of range too (it does not count from the end)
   std::vector<int64_t> idx = index.to_vector<int64_t>();
-  for (int64_t& i : idx) {
-    if (i < -size || i >= size) {
-      throw std::out_of_range(std::string("[") + op + "] index " + std::to_string(i) + " is out of range for dim " +
-                              std::to_string(dim) + " of size " + std::to_string(size) + " (shape " + shape.str() + ")");
+  for (int64_t i : idx) {
+    if (i < 0 || i >= size) {
+      throw std::out_of_range(std::string("[") + op + "] index out of range in self: index " + std::to_string(i) +
+                              " for dim " + std::to_string(dim) + " of size " + std::to_string(size) + " (shape " +
+                              shape.str() + ")");
     }
-    if (i < 0) i += size;
   }
   return idx;
 }

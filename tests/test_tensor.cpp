@@ -188,7 +188,7 @@ TEST(Ops, ErrorsNameTheOpAndBothShapes) {
   EXPECT_EQ(error_of([] { stack({ones({2}), ones({3})}); }),
             "[stack] expects each tensor to be equal size, but got [2] at entry 0 and [3] at entry 1");
   EXPECT_EQ(error_of([] { embedding(ones({5, 3}), tensor({1, 5})); }),
-            "[embedding] index 5 is out of range for dim 0 of size 5 (shape [5, 3])");
+            "[embedding] index out of range in self: index 5 for dim 0 of size 5 (shape [5, 3])");
   EXPECT_EQ(error_of([] { cross_entropy(ones({2, 3}), tensor({0, 3})); }),
             "[nll_loss] target 3 is out of bounds for 3 classes (input shape [2, 3])");
   EXPECT_EQ(error_of([] { cross_entropy(ones({2, 3}), tensor({0, 1, 2})); }),
