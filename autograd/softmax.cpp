@@ -3,6 +3,8 @@
 // written in ag ops, so a backward pass that records its graph (create_graph) can be
 // differentiated again; the row loops (forward, and each rule as one pass per row for when nothing
 // is recorded) are in kernels/softmax.cpp.
+#include <string>
+
 #include "autograd/kernels/common.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/node.h"
@@ -12,12 +14,22 @@ namespace ag {
 
 namespace {
 
+// PyTorch has no integer softmax ("softmax_lastdim_kernel_impl" not implemented for 'Long'); nor
+// has ag: an integer input is refused rather than converted.
+void check_floating(const Tensor& x, const char* op) {
+  if (!x.is_floating_point()) {
+    detail::shape_error(op, std::string("not implemented for integer or bool input: expected a floating point tensor, got ") +
+                                dtype_name(x.dtype()) + " of shape " + x.shape().str());
+  }
+}
+
 // The fast paths run over rows of the last dim.
 bool last_dim(const Tensor& t, int64_t dim) { return t.dim() == 0 || wrap_dim(dim, t.dim(), "softmax", t.shape()) == t.dim() - 1; }
 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
+  check_floating(x, "softmax");
   // y = exp(x - max) / sum(exp(x - max), dim)
   Tensor y = kernels::softmax(x, wrap_dim(dim, x.dim(), "softmax", x.shape()), false);
   if (needs_grad(x)) {
@@ -32,6 +44,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  check_floating(x, "log_softmax");
   // y = x - max - log(sum(exp(x - max), dim))
   Tensor y = kernels::softmax(x, wrap_dim(dim, x.dim(), "log_softmax", x.shape()), true);
   if (needs_grad(x)) {

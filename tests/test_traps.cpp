@@ -62,3 +62,16 @@ TEST(Traps, NegativeIndicesAreOutOfRangeInEveryGather) {
   EXPECT_EQ(index_select(arange(6, kFloat32).view({3, 2}), 0, tensor({2, 0})).to_vector<float>(),
             (std::vector<float>{4, 5, 0, 1}));
 }
+
+TEST(Traps, SoftmaxRefusesIntegerInputAsPyTorchDoes) {
+  // PyTorch: "softmax_lastdim_kernel_impl" not implemented for 'Long'; ag used to return floats
+  EXPECT_EQ(error_of([] { softmax(tensor({1, 2}), 0); }),
+            "[softmax] not implemented for integer or bool input: expected a floating point tensor, got torch.int64 of "
+            "shape [2]");
+  EXPECT_EQ(error_of([] { log_softmax(tensor({{1, 2}}), -1); }),
+            "[log_softmax] not implemented for integer or bool input: expected a floating point tensor, got torch.int64 of "
+            "shape [1, 2]");
+  EXPECT_THROW(cross_entropy(tensor({{1, 2}}), tensor({0})), std::invalid_argument);
+  EXPECT_THROW(softmax(tensor({true, false}), 0), std::invalid_argument);
+  EXPECT_EQ(softmax(tensor({0.0, 0.0}), 0).to_vector<float>(), (std::vector<float>{0.5f, 0.5f}));
+}
