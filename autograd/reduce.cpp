@@ -108,6 +108,7 @@ Tensor max(const Tensor& t) {
 }
 
 std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
+  wrap_dim(dim, t.dim(), "max", t.shape());  // a 0-dim tensor takes dims -1 and 0
   if (t.dim() == 0) {
     Tensor idx = zeros({}, kInt64);
     return {t, idx};

@@ -96,13 +96,15 @@ Tensor reshape(const Tensor& t, const DimVector& shape) {
 }
 
 static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const char* name) {
-  if (t.dim() == 0) return t;
+  // a 0-dim tensor takes dims -1 and 0 (and is its own transpose), as in PyTorch
   d0 = wrap_dim(d0, t.dim(), "transpose", t.shape());
   d1 = wrap_dim(d1, t.dim(), "transpose", t.shape());
   Size s = t.shape();
   Strides st = t.strides();
-  std::swap(s[d0], s[d1]);
-  std::swap(st[static_cast<std::size_t>(d0)], st[static_cast<std::size_t>(d1)]);
+  if (t.dim() > 0) {
+    std::swap(s[d0], s[d1]);
+    std::swap(st[static_cast<std::size_t>(d0)], st[static_cast<std::size_t>(d1)]);
+  }
   // y = t.transpose(d0, d1)  =>  dt = dy.transpose(d0, d1)
   return make_view(t, s, st, t.storage_offset(), name, [d0, d1](const Tensor& g) -> Grads { return {transpose(g, d0, d1)}; });
 }
@@ -163,8 +165,8 @@ Tensor squeeze(const Tensor& t) {
 }
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
+  dim = wrap_dim(dim, t.dim(), "squeeze", t.shape());  // a 0-dim tensor takes dims -1 and 0
   if (t.dim() == 0) return squeeze_dims(t, {}, "SqueezeBackward1");
-  dim = wrap_dim(dim, t.dim(), "squeeze", t.shape());
   std::vector<bool> drop(static_cast<std::size_t>(t.dim()), false);
   drop[static_cast<std::size_t>(dim)] = t.shape()[dim] == 1;
   return squeeze_dims(t, drop, "SqueezeBackward1");

@@ -75,3 +75,25 @@ TEST(Traps, SoftmaxRefusesIntegerInputAsPyTorchDoes) {
   EXPECT_THROW(softmax(tensor({true, false}), 0), std::invalid_argument);
   EXPECT_EQ(softmax(tensor({0.0, 0.0}), 0).to_vector<float>(), (std::vector<float>{0.5f, 0.5f}));
 }
+
+TEST(Traps, AZeroDimTensorTakesOnlyDimsMinusOneAndZero) {
+  // PyTorch: "Dimension out of range (expected to be in range of [-1, 0], but got 1)"; ag used to
+  // return the tensor for any dim
+  const Tensor s = tensor(0.5).requires_grad_();
+  EXPECT_EQ(error_of([&] { transpose(s, 0, 1); }), "[transpose] dim 1 out of range for a tensor of shape [] (expected in [-1, 0])");
+  EXPECT_EQ(error_of([&] { squeeze(s, 2); }), "[squeeze] dim 2 out of range for a tensor of shape [] (expected in [-1, 0])");
+  EXPECT_EQ(error_of([&] { squeeze(s, -5); }), "[squeeze] dim -5 out of range for a tensor of shape [] (expected in [-1, 0])");
+  EXPECT_EQ(error_of([&] { max(s, 1); }), "[max] dim 1 out of range for a tensor of shape [] (expected in [-1, 0])");
+  EXPECT_THROW(unsqueeze(s, 1), std::out_of_range);
+  EXPECT_THROW(sum(s, {1}), std::out_of_range);
+  EXPECT_THROW(softmax(s, 1), std::out_of_range);
+  // dims -1 and 0 work, and transpose records its node as PyTorch does
+  Tensor t = transpose(s, -1, 0);
+  EXPECT_EQ(t.dim(), 0);
+  ASSERT_TRUE(t.grad_fn());
+  EXPECT_EQ(t.grad_fn()->name, "TransposeBackward0");
+  EXPECT_EQ(squeeze(s, 0).dim(), 0);
+  EXPECT_EQ(max(s, -1).first.item(), 0.5);
+  (t * 3.0).backward();
+  EXPECT_EQ(s.grad().item(), 3.0);
+}
