@@ -24,6 +24,8 @@ DType result_dtype(Op op, DType a, DType b) {
 }
 
 Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) {
+  detail::check_defined(a0, op_name(op));
+  detail::check_defined(b0, op_name(op));
   const DType dt = result_dtype(op, a0.dtype(), b0.dtype());
   const Tensor a = a0.to(dt), b = b0.to(dt);
   const Size shape = broadcast_shapes(a.shape(), b.shape(), op_name(op));
@@ -65,7 +67,8 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
 
 // A scalar operand becomes a 0-dim tensor of the tensor's dtype (an integral scalar keeps an
 // int64 tensor int64, as in PyTorch); it never requires grad.
-Tensor scalar_like(const Tensor& a, double v) {
+Tensor scalar_like(const Tensor& a, double v, const char* op) {
+  detail::check_defined(a, op);
   DType dt = a.dtype();
   if (!is_floating(dt)) dt = std::floor(v) == v ? kInt64 : kFloat32;
   return full({}, v, dt);
@@ -79,30 +82,32 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a, b, "Mul
 Tensor div(const Tensor& a, const Tensor& b) { return binary(Op::Div, a, b, "DivBackward0"); }
 Tensor pow(const Tensor& a, const Tensor& e) { return binary(Op::Pow, a, e, "PowBackward1"); }
 
-Tensor add(const Tensor& a, double b) { return binary(Op::Add, a, scalar_like(a, b), "AddBackward0"); }
-Tensor sub(const Tensor& a, double b) { return binary(Op::Sub, a, scalar_like(a, b), "SubBackward0"); }
-Tensor rsub(const Tensor& a, double b) { return binary(Op::Sub, scalar_like(a, b), a, "RsubBackward1"); }
-Tensor mul(const Tensor& a, double b) { return binary(Op::Mul, a, scalar_like(a, b), "MulBackward0"); }
-Tensor div(const Tensor& a, double b) { return binary(Op::Div, a, scalar_like(a, b), "DivBackward0"); }
-Tensor rdiv(const Tensor& a, double b) { return binary(Op::Div, scalar_like(a, b), a, "MulBackward0"); }
+Tensor add(const Tensor& a, double b) { return binary(Op::Add, a, scalar_like(a, b, "add"), "AddBackward0"); }
+Tensor sub(const Tensor& a, double b) { return binary(Op::Sub, a, scalar_like(a, b, "sub"), "SubBackward0"); }
+Tensor rsub(const Tensor& a, double b) { return binary(Op::Sub, scalar_like(a, b, "rsub"), a, "RsubBackward1"); }
+Tensor mul(const Tensor& a, double b) { return binary(Op::Mul, a, scalar_like(a, b, "mul"), "MulBackward0"); }
+Tensor div(const Tensor& a, double b) { return binary(Op::Div, a, scalar_like(a, b, "div"), "DivBackward0"); }
+Tensor rdiv(const Tensor& a, double b) { return binary(Op::Div, scalar_like(a, b, "div"), a, "MulBackward0"); }
 
 // ---- comparisons: bool results, no history ----
 
 using kernels::CompareOp;
 
 static Tensor compare(const Tensor& a, const Tensor& b, const char* op, CompareOp cmp) {
+  detail::check_defined(a, op);
+  detail::check_defined(b, op);
   const DType dt = promote(a.dtype(), b.dtype());
   const Tensor x = a.detach().to(dt), y = b.detach().to(dt);
   const Size shape = broadcast_shapes(x.shape(), y.shape(), op);
   return kernels::compare(cmp, x, y, shape, dt);
 }
 
-Tensor gt(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "gt", CompareOp::Gt); }
-Tensor lt(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "lt", CompareOp::Lt); }
-Tensor ge(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ge", CompareOp::Ge); }
-Tensor le(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "le", CompareOp::Le); }
-Tensor eq(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "eq", CompareOp::Eq); }
-Tensor ne(const Tensor& a, double b) { return compare(a, scalar_like(a, b), "ne", CompareOp::Ne); }
+Tensor gt(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "gt"), "gt", CompareOp::Gt); }
+Tensor lt(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "lt"), "lt", CompareOp::Lt); }
+Tensor ge(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "ge"), "ge", CompareOp::Ge); }
+Tensor le(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "le"), "le", CompareOp::Le); }
+Tensor eq(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "eq"), "eq", CompareOp::Eq); }
+Tensor ne(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "ne"), "ne", CompareOp::Ne); }
 Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", CompareOp::Eq); }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_and", CompareOp::And); }

@@ -389,7 +389,7 @@ static std::vector<Tensor> seeds(const char* op, const std::vector<Tensor>& root
 }
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
-  if (!defined()) throw std::invalid_argument("[backward] called on an undefined tensor");
+  if (!defined()) detail::undefined_tensor("backward");
   const std::vector<Tensor> roots{*this};
   run_backward(roots, seeds("backward", roots, {gradient}), retain_graph.value_or(create_graph), create_graph);
 }

@@ -34,6 +34,8 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "matmul");
+  detail::check_defined(b, "matmul");
   if (a.dim() == 0 || b.dim() == 0) {
     detail::shape_error("matmul", "both arguments need at least 1 dimension, got shapes " + a.shape().str() + " and " +
                                       b.shape().str());
@@ -69,6 +71,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_defined(x, "linear");
+  detail::check_defined(weight, "linear");
   if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1) ||
       (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))) {
     detail::shape_error("linear", "expects input (N, in), weight (out, in) and bias (out), got " + x.shape().str() + ", " +

@@ -41,6 +41,7 @@ Size drop_shape(const Size& s, const DimVector& m) {
 }
 
 Tensor reduce_sum(const Tensor& t, const DimVector& dims, bool keepdim, bool is_mean, const char* name) {
+  detail::check_defined(t, is_mean ? "mean" : "sum");
   const char* op = is_mean ? "mean" : "sum";
   if (is_mean && !is_floating(t.dtype())) {
     throw std::invalid_argument("[mean] could not infer output dtype: input dtype must be floating point, got " + dtype_name(t.dtype()));
@@ -90,6 +91,7 @@ Tensor sum_to(const Tensor& grad, const Size& shape) {
 }
 
 Tensor max(const Tensor& t) {
+  detail::check_defined(t, "max");
   if (t.numel() == 0) {
     throw std::invalid_argument("[max] expected a non-empty tensor: max() of an empty tensor (shape " + t.shape().str() +
                                 ") has no identity; use max(dim) on a non-empty dim");
@@ -108,6 +110,7 @@ Tensor max(const Tensor& t) {
 }
 
 std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
+  detail::check_defined(t, "max");
   wrap_dim(dim, t.dim(), "max", t.shape());  // a 0-dim tensor takes dims -1 and 0
   if (t.dim() == 0) {
     Tensor idx = zeros({}, kInt64);

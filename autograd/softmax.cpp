@@ -17,6 +17,7 @@ namespace {
 // PyTorch has no integer softmax ("softmax_lastdim_kernel_impl" not implemented for 'Long'); nor
 // has ag: an integer input is refused rather than converted.
 void check_floating(const Tensor& x, const char* op) {
+  detail::check_defined(x, op);
   if (!x.is_floating_point()) {
     detail::shape_error(op, std::string("not implemented for integer or bool input: expected a floating point tensor, got ") +
                                 dtype_name(x.dtype()) + " of shape " + x.shape().str());

@@ -59,6 +59,11 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
+void undefined_tensor(const char* op) {
+  throw std::logic_error(std::string("[") + op +
+                         "] called on an undefined tensor (a default-constructed Tensor, or .grad() before any backward)");
+}
+
 void shape_error(const char* op, const std::string& what) {
   throw std::invalid_argument(std::string("[") + op + "] " + what);
 }
@@ -86,7 +91,7 @@ static constexpr DType dtype_of() {
 
 template <class T>
 T* Tensor::data_ptr() const {
-  if (dtype_of<T>() != impl_->dtype) {
+  if (dtype_of<T>() != dtype()) {
     throw std::invalid_argument("[data_ptr] requested " + dtype_name(dtype_of<T>()) + " from a tensor of dtype " +
                                 dtype_name(impl_->dtype));
   }
@@ -134,7 +139,8 @@ Tensor& Tensor::requires_grad_(bool r) {
 }
 
 Tensor Tensor::detach() const {
-  return detail::alias(*this, impl_->shape, impl_->strides, impl_->offset);
+  const TensorImpl& i = checked("detach");
+  return detail::alias(*this, i.shape, i.strides, i.offset);
 }
 
 // ---- method forms ----

@@ -21,6 +21,12 @@ namespace ag {
 struct Node;
 class Tensor;
 
+namespace detail {
+// The error for an op given an undefined tensor (a default-constructed Tensor, or .grad() before
+// any backward): std::logic_error "[op] ... undefined tensor ...".
+[[noreturn]] void undefined_tensor(const char* op);
+}  // namespace detail
+
 struct TensorImpl {
   TensorImpl() = default;
   TensorImpl(std::shared_ptr<Storage> st, Size sh, Strides str, int64_t off, DType dt)
@@ -68,20 +74,21 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
   // ---- layout ----
-  const Size& shape() const { return impl_->shape; }
-  const Size& sizes() const { return impl_->shape; }
-  int64_t size(int64_t d) const { return impl_->shape[wrap_dim(d, dim(), "size", impl_->shape)]; }
-  int64_t dim() const { return impl_->shape.size(); }
-  int64_t numel() const { return impl_->shape.numel(); }
-  const Strides& strides() const { return impl_->strides; }
+  const Size& shape() const { return checked("shape").shape; }
+  const Size& sizes() const { return checked("sizes").shape; }
+  int64_t size(int64_t d) const { return checked("size").shape[wrap_dim(d, dim(), "size", impl_->shape)]; }
+  int64_t dim() const { return checked("dim").shape.size(); }
+  int64_t numel() const { return checked("numel").shape.numel(); }
+  const Strides& strides() const { return checked("strides").strides; }
   int64_t stride(int64_t d) const {
-    return impl_->strides[static_cast<std::size_t>(wrap_dim(d, dim(), "stride", impl_->shape))];
+    const TensorImpl& i = checked("stride");
+    return i.strides[static_cast<std::size_t>(wrap_dim(d, dim(), "stride", i.shape))];
   }
-  int64_t storage_offset() const { return impl_->offset; }
-  DType dtype() const { return impl_->dtype; }
-  bool is_floating_point() const { return is_floating(impl_->dtype); }
+  int64_t storage_offset() const { return checked("storage_offset").offset; }
+  DType dtype() const { return checked("dtype").dtype; }
+  bool is_floating_point() const { return is_floating(checked("is_floating_point").dtype); }
   bool is_contiguous() const;
-  bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
+  bool shares_storage(const Tensor& o) const { return checked("shares_storage").storage == o.checked("shares_storage").storage; }
 
   // ---- data ----
   // Pointer to the first element (offset applied). Checks that T matches the dtype.
@@ -92,12 +99,12 @@ class Tensor {
   std::vector<T> to_vector() const;  // all elements in row-major order, converted to T
 
   // ---- autograd ----
-  bool requires_grad() const { return impl_->requires_grad; }
+  bool requires_grad() const { return checked("requires_grad").requires_grad; }
   Tensor& requires_grad_(bool r = true);
-  bool is_leaf() const { return impl_->grad_fn == nullptr; }
-  Tensor grad() const { return Tensor(impl_->grad); }
-  void set_grad(const Tensor& g) const { impl_->grad = g.impl_; }
-  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
+  bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
+  Tensor grad() const { return Tensor(checked("grad").grad); }
+  void set_grad(const Tensor& g) const { const_cast<TensorImpl&>(checked("set_grad")).grad = g.impl_; }
+  const std::shared_ptr<Node>& grad_fn() const { return checked("grad_fn").grad_fn; }
   // Backpropagates from this tensor, accumulating into the .grad of the leaves. Without
   // `gradient` the tensor must hold one element. retain_graph defaults to create_graph; with
   // create_graph the backward pass records its own graph, and .grad is accumulated out of place
@@ -171,8 +178,20 @@ class Tensor {
   Tensor& copy_(const Tensor& src);
 
  private:
+  // The impl, or the undefined-tensor error naming `op`.
+  const TensorImpl& checked(const char* op) const {
+    if (!impl_) detail::undefined_tensor(op);
+    return *impl_;
+  }
   std::shared_ptr<TensorImpl> impl_;
 };
+
+namespace detail {
+// Throws the undefined-tensor error naming `op` if t is undefined.
+inline void check_defined(const Tensor& t, const char* op) {
+  if (!t.defined()) undefined_tensor(op);
+}
+}  // namespace detail
 
 // PyTorch's repr: tensor([[ 0.3374, -0.1778]], grad_fn=<MmBackward0>)
 std::string repr(const Tensor& t);

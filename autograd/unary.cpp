@@ -33,6 +33,7 @@ void record_unary(Tensor& y, const char* name, const Tensor& x, SavedTensor save
 }  // namespace
 
 Tensor neg(const Tensor& x) {
+  detail::check_defined(x, "neg");
   if (!is_floating(x.dtype())) return mul(x, -1.0);
   Tensor y = kernels::neg(x);
   // y = -x  =>  dx = -g
@@ -41,6 +42,7 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor exp(const Tensor& x) {
+  detail::check_defined(x, "exp");
   Tensor y = kernels::exp(x);
   // y = exp(x)  =>  dx = g y
   if (needs_grad(x)) {
@@ -51,6 +53,7 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  detail::check_defined(x, "log");
   Tensor y = kernels::log(x);
   // y = log(x)  =>  dx = g / x
   if (needs_grad(x)) {
@@ -61,6 +64,7 @@ Tensor log(const Tensor& x) {
 }
 
 Tensor sqrt(const Tensor& x) {
+  detail::check_defined(x, "sqrt");
   Tensor y = kernels::sqrt(x);
   // y = sqrt(x)  =>  dx = g / (2 y)
   if (needs_grad(x)) {
@@ -71,6 +75,7 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor tanh(const Tensor& x) {
+  detail::check_defined(x, "tanh");
   Tensor y = kernels::tanh(x);
   // y = tanh(x)  =>  dx = g (1 - y^2)
   if (needs_grad(x)) {
@@ -81,6 +86,7 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
+  detail::check_defined(x, "sigmoid");
   Tensor y = kernels::sigmoid(x);
   // y = 1 / (1 + exp(-x))  =>  dx = g y (1 - y)
   if (needs_grad(x)) {
@@ -91,6 +97,7 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  detail::check_defined(x, "relu");
   Tensor y = kernels::relu(x);
   // y = max(x, 0)  =>  dx = 0 where y <= 0, else g (a NaN passes g, as in PyTorch; the mask is a
   // constant: relu's second derivative is 0)
@@ -103,6 +110,7 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor erf(const Tensor& x) {
+  detail::check_defined(x, "erf");
   Tensor y = kernels::erf(x);
   // y = erf(x)  =>  dx = g (2 / sqrt(pi)) exp(-x^2)
   if (needs_grad(x)) {
@@ -115,6 +123,7 @@ Tensor erf(const Tensor& x) {
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
+  detail::check_defined(x, "gelu");
   if (approximate != "none" && approximate != "tanh") {
     throw std::invalid_argument("[gelu] approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
   }
@@ -142,6 +151,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 }
 
 Tensor pow(const Tensor& x, double e) {
+  detail::check_defined(x, "pow");
   Tensor y = kernels::pow(x, e);
   // y = x^e  =>  dx = g e x^(e-1)  (0 for e = 0)
   if (needs_grad(x)) {

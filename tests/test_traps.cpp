@@ -97,3 +97,29 @@ TEST(Traps, AZeroDimTensorTakesOnlyDimsMinusOneAndZero) {
   (t * 3.0).backward();
   EXPECT_EQ(s.grad().item(), 3.0);
 }
+
+TEST(Traps, AnOpOnAnUndefinedTensorThrowsNamingTheOp) {
+  // ag used to segfault; PyTorch raises. std::logic_error naming the op.
+  const Tensor u;
+  const Tensor x = ones({2});
+  const std::string tail = "] called on an undefined tensor (a default-constructed Tensor, or .grad() before any backward)";
+  EXPECT_EQ(error_of([&] { u + u; }), "[add" + tail);
+  EXPECT_EQ(error_of([&] { x.grad() * 2.0; }), "[mul" + tail);  // .grad() before any backward
+  EXPECT_EQ(error_of([&] { 2.0 - u; }), "[rsub" + tail);
+  EXPECT_EQ(error_of([&] { u > 0.0; }), "[gt" + tail);
+  EXPECT_EQ(error_of([&] { u.item(); }), "[numel" + tail);
+  EXPECT_EQ(error_of([&] { u.shape(); }), "[shape" + tail);
+  EXPECT_EQ(error_of([&] { u.dtype(); }), "[dtype" + tail);
+  EXPECT_EQ(error_of([&] { u.stride(0); }), "[stride" + tail);
+  EXPECT_EQ(error_of([&] { exp(u); }), "[exp" + tail);
+  EXPECT_EQ(error_of([&] { matmul(x, u); }), "[matmul" + tail);
+  EXPECT_EQ(error_of([&] { sum(u); }), "[sum" + tail);
+  EXPECT_EQ(error_of([&] { mean(u, {0}); }), "[mean" + tail);
+  EXPECT_EQ(error_of([&] { max(u); }), "[max" + tail);
+  EXPECT_EQ(error_of([&] { softmax(u, 0); }), "[softmax" + tail);
+  EXPECT_EQ(error_of([&] { u.detach(); }), "[detach" + tail);
+  EXPECT_THROW(u.to_vector<float>(), std::logic_error);
+  EXPECT_THROW(u.view({2}), std::logic_error);
+  EXPECT_EQ(error_of([&] { u.backward(); }), "[backward" + tail);
+  EXPECT_FALSE(u.defined());
+}
