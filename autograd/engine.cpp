@@ -37,10 +37,8 @@ Node::~Node() {
 int64_t live_nodes() { return g_live_nodes.load(); }
 
 bool grad_enabled() { return g_grad_enabled; }
-NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
-EnableGradGuard::EnableGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = true; }
-EnableGradGuard::~EnableGradGuard() { g_grad_enabled = prev_; }
+GradModeGuard::GradModeGuard(bool on) : prev_(g_grad_enabled) { g_grad_enabled = on; }
+GradModeGuard::~GradModeGuard() { g_grad_enabled = prev_; }
 
 namespace {
 // The node whose backward the engine is running on this thread: the grad_fn a saved output gets
@@ -56,17 +54,6 @@ class RunningNode {
 
  private:
   const std::shared_ptr<Node>* prev_;
-};
-
-class GradModeGuard {
- public:
-  explicit GradModeGuard(bool on) : prev_(g_grad_enabled) { g_grad_enabled = on; }
-  ~GradModeGuard() { g_grad_enabled = prev_; }
-  GradModeGuard(const GradModeGuard&) = delete;
-  GradModeGuard& operator=(const GradModeGuard&) = delete;
-
- private:
-  bool prev_;
 };
 }  // namespace
 
@@ -160,6 +147,21 @@ static void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   }
 }
 
+void zero_grads(const std::vector<Tensor>& params, bool set_to_none) {
+  NoGradGuard g;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) {
+      p.set_grad(Tensor());
+      continue;
+    }
+    // a gradient recorded with create_graph loses its history first, as PyTorch's zero_grad
+    // detaches it (its graph refers back to p: keeping it would keep that graph alive)
+    if (p.grad().grad_fn()) p.set_grad(p.grad().detach());
+    p.grad().zero_();
+  }
+}
+
 static void check_grad(std::string_view name, std::size_t i, const Edge& e, const Tensor& g) {
   if (g.shape() != e.shape) {
     throw std::logic_error("[autograd] " + std::string(name) + " returned a gradient of shape " + g.shape().str() +
@@ -246,6 +248,16 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   // While recording, a pending gradient can have a history that leads back to its own node; if
   // a rule throws, those must be dropped or the nodes would keep each other alive.
   std::vector<std::shared_ptr<Node>> recording;
+  // Resets a node's scratch state the first time this pass meets it; false if already met.
+  auto first_visit = [&](const std::shared_ptr<Node>& n) {
+    if (n->visited_in == pass) return false;
+    n->visited_in = pass;
+    n->pending_consumers = 0;
+    n->pending_grad = Tensor();
+    n->needed = accumulate ? 1 : -1;
+    if (create_graph) recording.push_back(n);
+    return true;
+  };
   for (std::size_t r = 0; r < roots.size(); ++r) {
     Node* n = roots[r].grad_fn().get();
     if (!n) {  // backward on a leaf: its gradient is the seed itself
@@ -253,14 +265,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       else capture_leaf(roots[r].impl(), grads[r]);
       continue;
     }
-    if (n->visited_in != pass) {
-      n->visited_in = pass;
-      n->pending_consumers = 0;
-      n->pending_grad = Tensor();
-      n->needed = accumulate ? 1 : -1;
-      root_nodes.push_back(n);
-      if (create_graph) recording.push_back(roots[r].grad_fn());
-    }
+    if (first_visit(roots[r].grad_fn())) root_nodes.push_back(n);
   }
   std::vector<Node*> stack(root_nodes);
   while (!stack.empty()) {
@@ -268,16 +273,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     stack.pop_back();
     for (const Edge& e : n->next) {
       if (!e.fn) continue;
-      Node* m = e.fn.get();
-      if (m->visited_in != pass) {
-        m->visited_in = pass;
-        m->pending_consumers = 0;
-        m->pending_grad = Tensor();
-        m->needed = accumulate ? 1 : -1;
-        stack.push_back(m);
-        if (create_graph) recording.push_back(e.fn);
-      }
-      ++m->pending_consumers;
+      if (first_visit(e.fn)) stack.push_back(e.fn.get());
+      ++e.fn->pending_consumers;
     }
   }
   if (!accumulate) {

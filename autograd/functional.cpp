@@ -58,6 +58,14 @@ std::vector<Tensor> grads_or_zeros(const Tensor& out, const std::vector<Tensor>&
   return g;
 }
 
+// sum_i sum(a[i] * b[i]) with grad mode on: the scalar whose gradients are the vector products.
+Tensor inner(const std::vector<Tensor>& a, const std::vector<Tensor>& b, DType dtype) {
+  EnableGradGuard grad_mode;
+  Tensor d = zeros({}, dtype);
+  for (std::size_t i = 0; i < a.size(); ++i) d = d + sum(a[i] * b[i]);
+  return d;
+}
+
 Tensor finish(const Tensor& t, bool create_graph) { return create_graph ? t : t.detach(); }
 
 std::vector<Tensor> finish(std::vector<Tensor> ts, bool create_graph) {
@@ -146,16 +154,8 @@ std::pair<Tensor, std::vector<Tensor>> jvp(const Fn& fn, const std::vector<Tenso
   const Tensor out = call("jvp", fn, inputs, false);
   // The backward pass is linear in its seed u: u -> J^T u. Its own vjp with v is (J^T)^T v = J v.
   Tensor u = zeros_like(out).requires_grad_(true);
-  std::vector<Tensor> jt_u = grads_or_zeros(out, inputs, u, /*create_graph=*/true);
-  Tensor jv;
-  {
-    EnableGradGuard grad_mode;
-    Tensor dot = zeros({}, out.dtype());
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (jt_u[i].requires_grad()) dot = dot + sum(jt_u[i] * v[i]);
-    if (dot.requires_grad()) jv = grad({dot}, {u}, {}, /*retain_graph=*/true, create_graph, /*allow_unused=*/true)[0];
-  }
-  if (!jv.defined()) jv = zeros_like(out);
+  const Tensor dot = inner(grads_or_zeros(out, inputs, u, /*create_graph=*/true), v, out.dtype());
+  const Tensor jv = grads_or_zeros(dot, {u}, ones_like(dot), create_graph)[0];
   return {finish(out, create_graph), {finish(jv, create_graph)}};
 }
 
@@ -165,13 +165,7 @@ std::pair<Tensor, std::vector<Tensor>> vhp(const Fn& fn, const std::vector<Tenso
   const std::vector<Tensor> v = per_input("vhp", inputs, v0);
   const Tensor out = call("vhp", fn, inputs, true);
   // v^T H = d (grad . v) / d inputs
-  const std::vector<Tensor> g = grads_or_zeros(out, inputs, ones_like(out), /*create_graph=*/true);
-  Tensor dot;
-  {
-    EnableGradGuard grad_mode;
-    dot = zeros({}, out.dtype());
-    for (std::size_t i = 0; i < inputs.size(); ++i) dot = dot + sum(g[i] * v[i]);
-  }
+  const Tensor dot = inner(grads_or_zeros(out, inputs, ones_like(out), /*create_graph=*/true), v, out.dtype());
   return {finish(out, create_graph), finish(grads_or_zeros(dot, inputs, ones_like(dot), create_graph), create_graph)};
 }
 
@@ -185,19 +179,8 @@ std::pair<Tensor, std::vector<Tensor>> hvp(const Fn& fn, const std::vector<Tenso
   const std::vector<Tensor> g = grads_or_zeros(out, inputs, ones_like(out), /*create_graph=*/true);
   std::vector<Tensor> u;
   for (const Tensor& in : inputs) u.push_back(zeros_like(in).requires_grad_(true));
-  Tensor dot;
-  {
-    EnableGradGuard grad_mode;
-    dot = zeros({}, out.dtype());
-    for (std::size_t i = 0; i < inputs.size(); ++i) dot = dot + sum(g[i] * u[i]);
-  }
-  const std::vector<Tensor> ut_h = grads_or_zeros(dot, inputs, ones_like(dot), /*create_graph=*/true);
-  Tensor dot2;
-  {
-    EnableGradGuard grad_mode;
-    dot2 = zeros({}, out.dtype());
-    for (std::size_t i = 0; i < inputs.size(); ++i) dot2 = dot2 + sum(ut_h[i] * v[i]);
-  }
+  const Tensor dot = inner(g, u, out.dtype());
+  const Tensor dot2 = inner(grads_or_zeros(dot, inputs, ones_like(dot), /*create_graph=*/true), v, out.dtype());
   return {finish(out, create_graph), finish(grads_or_zeros(dot2, u, ones_like(dot2), create_graph), create_graph)};
 }
 

@@ -127,7 +127,11 @@ GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Te
                                   "; gradgradcheck needs float64 inputs (finite differences in float32 are too noisy)");
     }
   }
-  const Tensor out0 = fn(inputs);
+  Tensor out0;  // fn's output with its graph: its shape, and the first-order gradients below
+  {
+    EnableGradGuard grad_mode;
+    out0 = fn(inputs);
+  }
   Tensor go;
   if (grad_outputs.empty()) {  // random, as PyTorch draws them: uniform in [-1, 1), requiring grad
     go = empty(out0.shape().vec(), kFloat64);
@@ -178,9 +182,8 @@ GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Te
     const std::vector<double> recorded = eval_flat(grad_fn, ext);
     std::vector<Tensor> wrt;
     for (std::size_t k : diff) wrt.push_back(inputs[k]);
-    const Tensor out = fn(inputs);
     std::vector<Tensor> g(wrt.size());
-    if (out.requires_grad()) g = grad({out}, wrt, {go}, /*retain_graph=*/false, /*create_graph=*/false, /*allow_unused=*/true);
+    if (out0.requires_grad()) g = grad({out0}, wrt, {go}, /*retain_graph=*/false, /*create_graph=*/false, /*allow_unused=*/true);
     for (std::size_t a = 0; a < g.size(); ++a) {
       const std::vector<double> fast =
           g[a].defined() ? g[a].to_vector<double>() : std::vector<double>(static_cast<std::size_t>(wrt[a].numel()), 0.0);

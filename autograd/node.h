@@ -142,29 +142,29 @@ class SavedTensor {
 // Grad mode: ops record history only when it is enabled (the default).
 bool grad_enabled();
 
-// RAII: disables history recording in its scope, like torch.no_grad().
-class NoGradGuard {
+// RAII: sets grad mode in its scope and restores it after (torch.set_grad_enabled(on)).
+class GradModeGuard {
  public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool on);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool prev_;
 };
 
+// RAII: disables history recording in its scope, like torch.no_grad().
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
+};
+
 // RAII: enables history recording in its scope, like torch.enable_grad() (e.g. inside a
 // NoGradGuard, to build a graph that will be differentiated).
-class EnableGradGuard {
+class EnableGradGuard : public GradModeGuard {
  public:
-  EnableGradGuard();
-  ~EnableGradGuard();
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool prev_;
+  EnableGradGuard() : GradModeGuard(true) {}
 };
 
 // True if an op over these inputs must record a node. A backward rule asks the same of its
@@ -179,6 +179,10 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 // `name` must outlive the node (a string literal).
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn);
+
+// zero_grad of Module and the optimizers: each defined .grad set to none, or zeroed in place; a
+// .grad recorded with create_graph is detached first, as PyTorch's zero_grad does.
+void zero_grads(const std::vector<Tensor>& params, bool set_to_none);
 
 // Number of nodes alive right now (for tests that prove graphs are freed).
 int64_t live_nodes();

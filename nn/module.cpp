@@ -105,20 +105,7 @@ void Module::train(bool on) {
   for (auto& [n, c] : children_) c->train(on);
 }
 
-void Module::zero_grad(bool set_to_none) {
-  NoGradGuard g;
-  for (Tensor& p : parameters()) {
-    if (!p.grad().defined()) continue;
-    if (set_to_none) {
-      p.set_grad(Tensor());
-      continue;
-    }
-    // a gradient recorded with create_graph loses its history first, as PyTorch's zero_grad
-    // detaches it (its graph refers back to p: keeping it would keep that graph alive)
-    if (p.grad().grad_fn()) p.set_grad(p.grad().detach());
-    p.grad().zero_();
-  }
-}
+void Module::zero_grad(bool set_to_none) { zero_grads(parameters(), set_to_none); }
 
 // Replaces t's data with a converted copy, keeping the same TensorImpl so every handle (the
 // module's, an optimizer's) sees the new dtype.

@@ -30,20 +30,7 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
   }
 }
 
-void Optimizer::zero_grad(bool set_to_none) {
-  NoGradGuard g;
-  for (Tensor& p : params_) {
-    if (!p.grad().defined()) continue;
-    if (set_to_none) {
-      p.set_grad(Tensor());
-      continue;
-    }
-    // a gradient recorded with create_graph loses its history first, as PyTorch's zero_grad
-    // detaches it (its graph refers back to p: keeping it would keep that graph alive)
-    if (p.grad().grad_fn()) p.set_grad(p.grad().detach());
-    p.grad().zero_();
-  }
-}
+void Optimizer::zero_grad(bool set_to_none) { zero_grads(params_, set_to_none); }
 
 void Optimizer::set_lr(double lr) {
   require(lr >= 0.0, "Invalid learning rate: " + py_float_repr(lr));

@@ -180,29 +180,22 @@ TEST(Grad, UnusedInputsAndAllowUnused) {
 TEST(Grad, ErrorsAsPyTorchGivesThem) {
   Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
   Tensor c = tensor({1.0, 2.0}, kFloat64);
-  auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message([&] { grad({x * x}, {x}); }),
+  using testutil::error_of;
+  EXPECT_EQ(error_of([&] { grad({x * x}, {x}); }),
             "[grad] grad can be implicitly created only for scalar outputs; got shape [2]");
-  EXPECT_EQ(message([&] { grad({sum(c)}, {x}); }),
+  EXPECT_EQ(error_of([&] { grad({sum(c)}, {x}); }),
             "[grad] element 0 of tensors does not require grad and does not have a grad_fn");
-  EXPECT_EQ(message([&] { grad({sum(x)}, {c}); }),
+  EXPECT_EQ(error_of([&] { grad({sum(x)}, {c}); }),
             "[grad] One of the differentiated Tensors does not require grad (input 0, shape [2])");
-  EXPECT_EQ(message([&] { grad({sum(x)}, {x}, {ones({3}, kFloat64)}); }),
+  EXPECT_EQ(error_of([&] { grad({sum(x)}, {x}, {ones({3}, kFloat64)}); }),
             "[grad] gradient of shape [3] does not match the shape [] of output 0");
-  EXPECT_EQ(message([&] { grad({sum(x), sum(x)}, {x}, {ones({}, kFloat64)}); }),
+  EXPECT_EQ(error_of([&] { grad({sum(x), sum(x)}, {x}, {ones({}, kFloat64)}); }),
             "[grad] got 1 grad_outputs for 2 outputs; give one per output (or none)");
-  EXPECT_EQ(message([&] { grad({}, {x}); }), "[grad] expected at least one output");
-  EXPECT_EQ(message([&] { grad({sum(x)}, {}); }), "[grad] expected at least one input");
+  EXPECT_EQ(error_of([&] { grad({}, {x}); }), "[grad] expected at least one output");
+  EXPECT_EQ(error_of([&] { grad({sum(x)}, {}); }), "[grad] expected at least one input");
   Tensor y = sum(exp(x));
   grad({y}, {x});
-  EXPECT_EQ(message([&] { grad({y}, {x}); }),
+  EXPECT_EQ(error_of([&] { grad({y}, {x}); }),
             "[backward] trying to backward through the graph a second time (SumBackward0 was already freed). Specify "
             "retain_graph=true on the first backward call if you need to backward twice");
 }

@@ -2,22 +2,15 @@
 #include <gtest/gtest.h>
 
 #include "autograd/autograd.h"
+#include "test_util.h"
 
 using namespace ag;
+
+using testutil::error_of;
 
 namespace {
 
 std::vector<float> vals(const Tensor& t) { return t.to_vector<float>(); }
-
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 }  // namespace
 

@@ -3,25 +3,14 @@
 // PyTorch's (printed by torch 1.13 for the same calls; exact decimals).
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
 #include "autograd/autograd.h"
+#include "test_util.h"
 
 using namespace ag;
 
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-}  // namespace
+using testutil::error_of;
 
 TEST(Traps, ArangeInfersFloat32FromANonIntegralArgument) {
   // torch.arange(-3.0, 3.0, 0.5): float32 [-3.0, -2.5, ..., 2.5]; it was int64 [-3, -2, -2, ...]

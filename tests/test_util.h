@@ -17,6 +17,17 @@
 
 namespace testutil {
 
+// What f throws, or "(no exception)": for asserting an error message in full.
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
 // Number of elements whose bit patterns differ (NaNs compare equal to NaNs); reports the first.
 template <class T>
 int64_t bit_mismatches(const ag::Tensor& a, const ag::Tensor& b) {
