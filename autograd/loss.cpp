@@ -1,7 +1,9 @@
 // Losses: nll_loss, cross_entropy = nll_loss(log_softmax(logits)) in one op, and mse_loss. The
 // rules are written in ag ops; the loops over rows and targets (forward, and each rule as one pass
 // for when nothing is recorded) are in kernels/loss.cpp.
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "autograd/kernels/common.h"
@@ -46,6 +48,55 @@ Targets checked_targets(const Tensor& input, const Tensor& target, int64_t ignor
   return out;
 }
 
+enum class Reduction { None, Mean, Sum };
+
+Reduction parse_reduction(const std::string& reduction, const char* op) {
+  if (reduction == "mean") return Reduction::Mean;
+  if (reduction == "sum") return Reduction::Sum;
+  if (reduction == "none") return Reduction::None;
+  throw std::invalid_argument(std::string("[") + op + "] " + reduction +
+                              " is not a valid value for reduction (expected \"mean\", \"sum\" or \"none\")");
+}
+
+Tensor reduce(const Tensor& losses, Reduction r) {
+  return r == Reduction::Mean ? mean(losses) : r == Reduction::Sum ? sum(losses) : losses;
+}
+
+// Gives the loss's last node PyTorch's name for the loss (it has one node where ag has a few).
+Tensor named(Tensor loss, const char* grad_fn) {
+  if (loss.grad_fn()) loss.grad_fn()->name = grad_fn;
+  return loss;
+}
+
+// Unlike PyTorch, which warns and broadcasts, the elementwise losses refuse input and target shapes
+// that differ: broadcasting a (N) target against an (N, 1) input is almost always a bug.
+void same_shapes(const Tensor& input, const Tensor& target, const char* op) {
+  detail::check_defined(input, op);
+  detail::check_defined(target, op);
+  if (input.shape() != target.shape()) {
+    detail::shape_error(op, "input shape " + input.shape().str() + " and target shape " + target.shape().str() + " differ");
+  }
+}
+
+// A loss over (N, C, d1, ..., dk) inputs and (N, d1, ..., dk) targets: the classes moved last and
+// flattened to (N d1 ... dk, C) rows, the per-element losses ("none") shaped as the target again.
+// grad_fn NllLoss2DBackward0, PyTorch's name for every input of more than 2 dims, except the
+// per-element losses of 3-D or 5-D+ inputs, which PyTorch views back from 4-D (ViewBackward0).
+template <class F>
+Tensor over_spatial_dims(const Tensor& x, const Tensor& target, Reduction r, const char* op, F&& loss) {
+  DimVector want{x.size(0)}, perm{0};
+  for (int64_t d = 2; d < x.dim(); ++d) want.push_back(x.size(d)), perm.push_back(d);
+  perm.push_back(1);
+  if (target.shape() != Size(want)) {
+    detail::shape_error(op, "expected target size " + Size(want).str() + " for input " + x.shape().str() + ", got " +
+                                target.shape().str());
+  }
+  const Tensor rows = reshape(permute(x, perm), {-1, x.size(1)});
+  Tensor out = loss(rows, reshape(target, {-1}));
+  if (r == Reduction::None) out = view(out, want);
+  return r == Reduction::None && x.dim() != 4 ? out : named(out, "NllLoss2DBackward0");
+}
+
 // nll_loss's rule in ag ops: dlogp = -g / count at (i, t_i) for the rows that count, 0 elsewhere.
 Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64_t count, const Size& shape) {
   return masked_fill(expand(-g / static_cast<double>(count), shape.vec()), logical_not(kernels::target_mask(ids, shape)), 0.0);
@@ -53,9 +104,21 @@ Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64
 
 }  // namespace
 
-Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
+// loss = -(1/count) sum_{i: t_i != ignore} logp[i, t_i] ("mean"), the sum without 1/count ("sum"),
+// or per row -logp[i, t_i], 0 for ignored rows ("none").
+Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, const std::string& reduction) {
+  detail::check_defined(logp, "nll_loss");
+  detail::check_defined(target, "nll_loss");
+  const Reduction r = parse_reduction(reduction, "nll_loss");
+  if (logp.dim() > 2) return over_spatial_dims(logp, target, r, "nll_loss", [&](const Tensor& x, const Tensor& t) {
+      return nll_loss(x, t, ignore_index, reduction);
+    });
   const Targets targets = checked_targets(logp, target, ignore_index);
-  // loss = -(1/count) sum_{i: t_i != ignore} logp[i, t_i]
+  if (r != Reduction::Mean) {
+    // the target's entry of each row, as a masked sum: -sum_c logp[i, c] [c == t_i]
+    const Tensor picked = masked_fill(logp, logical_not(kernels::target_mask(targets.ids, logp.shape())), 0.0);
+    return named(reduce(neg(sum(picked, {-1})), r), "NllLossBackward0");
+  }
   Tensor out = kernels::nll_loss(logp, targets.ids, targets.count);
   if (needs_grad(logp)) {
     //  =>  dlogp[i, t_i] = -g / count for the counted rows, 0 elsewhere
@@ -71,12 +134,50 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) 
 // (the shift and log-sum of log_softmax) instead of the (N, C) log-probabilities, and the backward
 // writes log_softmax's gradient of nll_loss's one-hot gradient directly. The node keeps PyTorch's
 // name for the loss, NllLossBackward0, and leads straight to the logits.
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
-  if (logits.dim() != 1 && logits.dim() != 2) {
-    detail::shape_error("cross_entropy", "expected logits (N, C) or (C), got " + logits.shape().str() + " (target " +
-                                             target.shape().str() + "); reshape to (-1, C) first");
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, const std::string& reduction,
+                     double label_smoothing) {
+  detail::check_defined(logits, "cross_entropy");
+  detail::check_defined(target, "cross_entropy");
+  const Reduction r = parse_reduction(reduction, "cross_entropy");
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
+    std::ostringstream got;
+    got << label_smoothing;
+    throw std::invalid_argument("[cross_entropy] label_smoothing must be between 0.0 and 1.0. Got: " + got.str());
   }
-  if (!logits.is_floating_point()) return nll_loss(log_softmax(logits, -1), target, ignore_index);
+  if (logits.dim() == 0) {
+    detail::shape_error("cross_entropy", "expected logits (N, C, d1, ...) or (C), got a 0-dim tensor (target " +
+                                             target.shape().str() + ")");
+  }
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  const double classes = static_cast<double>(logits.size(class_dim));
+  if (target.is_floating_point()) {
+    // class probabilities p (smoothed: p (1 - e) + e / C): loss_i = -sum_c p[i, c] log_softmax(x)[i, c],
+    // the mean divides by the number of rows (every element of the batch dims)
+    if (target.shape() != logits.shape()) {
+      detail::shape_error("cross_entropy", "class-probability target " + target.shape().str() +
+                                               " must have the logits' shape " + logits.shape().str());
+    }
+    const Tensor p = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / classes : target;
+    const Tensor terms = log_softmax(logits, class_dim) * p;
+    if (r == Reduction::None) return neg(sum(terms, {class_dim}));
+    const Tensor total = neg(sum(terms));
+    if (r == Reduction::Sum) return total;
+    return named(total / (static_cast<double>(logits.numel()) / classes), "DivBackward1");  // PyTorch's div by a Scalar
+  }
+  if (label_smoothing > 0) {
+    // (1 - e) nll + (e / C) smooth, smooth_i = -sum_c log_softmax(x)[i, c] (0 for ignored rows),
+    // averaged over the rows that count for "mean"
+    const Tensor logp = log_softmax(logits, class_dim);
+    const Tensor nll = nll_loss(logp, target, ignore_index, reduction);
+    const Tensor ignored = eq(target, static_cast<double>(ignore_index));
+    Tensor smooth = masked_fill(neg(sum(logp, {class_dim})), ignored, 0.0);
+    if (r == Reduction::Sum) smooth = sum(smooth);
+    if (r == Reduction::Mean) smooth = sum(smooth) / sum(logical_not(ignored)).item();
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / classes);
+  }
+  if (logits.dim() > 2 || r != Reduction::Mean || !logits.is_floating_point()) {
+    return nll_loss(log_softmax(logits, class_dim), target, ignore_index, reduction);
+  }
   const Targets targets = checked_targets(logits, target, ignore_index);
   // log_softmax subtracts the row max, so logits shifted by 1e8 give the same loss.
   Tensor stats;  // per row: shift, log-sum
@@ -96,15 +197,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   return out;
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target) {
-  if (input.shape() != target.shape()) {
-    detail::shape_error("mse_loss", "input shape " + input.shape().str() + " and target shape " + target.shape().str() +
-                                        " differ");
-  }
-  Tensor d = sub(input, target);
-  Tensor out = mean(mul(d, d));
-  if (out.grad_fn()) out.grad_fn()->name = "MseLossBackward0";
-  return out;
+// (input - target)^2, reduced
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  const Reduction r = parse_reduction(reduction, "mse_loss");
+  same_shapes(input, target, "mse_loss");
+  const Tensor d = sub(input, target);
+  return named(reduce(mul(d, d), r), "MseLossBackward0");
 }
 
 }  // namespace ag

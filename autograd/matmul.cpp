@@ -59,29 +59,41 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   if (a.dim() == 1) {
     Tensor out = squeeze(matmul_nd(unsqueeze(a, 0), b, b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -2);
-    if (out.grad_fn()) out.grad_fn()->name = "SqueezeBackward4";
+    // SqueezeBackward4, as the seed notebooks print it (PyTorch 2's name; 1.13 says SqueezeBackward3)
+    if (out.grad_fn()) out.grad_fn()->name = b.dim() == 2 ? "SqueezeBackward4" : "UnsafeViewBackward0";
     return out;
   }
   if (b.dim() == 1) {
     Tensor out = squeeze(matmul_nd(a, unsqueeze(b, 1), a.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -1);
-    if (out.grad_fn() && a.dim() == 2) out.grad_fn()->name = "MvBackward0";
+    if (out.grad_fn()) out.grad_fn()->name = a.dim() == 2 ? "MvBackward0" : "UnsafeViewBackward0";
     return out;
   }
-  return matmul_nd(a, b, a.dim() == 2 && b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0");
+  // PyTorch 1.13 computes (2-D) @ (batched) as (b^T @ a^T)^T made contiguous: CloneBackward0
+  return matmul_nd(a, b, a.dim() == 2 && b.dim() == 2 ? "MmBackward0" : a.dim() == 2 ? "CloneBackward0" : "UnsafeViewBackward0");
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   detail::check_defined(x, "linear");
   detail::check_defined(weight, "linear");
-  if (x.dim() != 2 || weight.dim() != 2 || x.size(1) != weight.size(1) ||
+  if (x.dim() == 0 || weight.dim() != 2 || x.size(-1) != weight.size(1) ||
       (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))) {
-    detail::shape_error("linear", "expects input (N, in), weight (out, in) and bias (out), got " + x.shape().str() + ", " +
+    detail::shape_error("linear", "expects input (*, in), weight (out, in) and bias (out), got " + x.shape().str() + ", " +
                                       weight.shape().str() + " and " + (bias.defined() ? bias.shape().str() : "none"));
   }
   if (!x.is_floating_point() || weight.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
     detail::shape_error("linear", "expects floating point tensors of one dtype, got " + dtype_name(x.dtype()) + " and " +
                                       dtype_name(weight.dtype()) + " (shapes " + x.shape().str() + " and " +
                                       weight.shape().str() + ")");
+  }
+  // Other shapes of input as PyTorch 1.13 computes them (and names their nodes): a contiguous 3-D
+  // input with a bias folds to 2-D rows, one addmm, and a view back (ViewBackward0); otherwise
+  // matmul, then the bias added (AddBackward0).
+  if (x.dim() != 2) {
+    if (x.dim() == 3 && bias.defined() && x.is_contiguous()) {
+      return view(linear(reshape(x, {-1, x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
+    }
+    const Tensor y = matmul(x, weight.t());
+    return bias.defined() ? y + bias : y;
   }
   if (!bias.defined()) return matmul(x, weight.t());
   Tensor out = kernels::linear(x, weight, bias);

@@ -69,6 +69,7 @@ Tensor clone(const Tensor& t);
 Tensor view(const Tensor& t, const DimVector& shape);  // one -1 allowed
 Tensor reshape(const Tensor& t, const DimVector& shape);
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);
+Tensor t(const Tensor& x);  // torch.t: transposes a 2-D tensor; 0-D and 1-D as they are (TBackward0)
 Tensor permute(const Tensor& t, const DimVector& dims);
 Tensor unsqueeze(const Tensor& t, int64_t dim);
 Tensor squeeze(const Tensor& t);
@@ -128,9 +129,10 @@ Tensor sum_to(const Tensor& grad, const Size& shape);
 
 // ---- matmul (matmul.cpp; BLAS call in blas.cpp) ----
 Tensor matmul(const Tensor& a, const Tensor& b);
-// PyTorch's F.linear: x (N, in) @ weight (out, in)^T + bias (out). With a bias it is one op like
-// PyTorch's addmm (grad_fn AddmmBackward0): the output starts as the bias rows and the GEMM adds
-// to it, with no zeroing and no separate add pass. Without a bias it is matmul(x, weight.t()).
+// PyTorch's F.linear: x (*, in) @ weight (out, in)^T + bias (out) -> (*, out). For 2-D input with a
+// bias it is one op like PyTorch's addmm (grad_fn AddmmBackward0): the output starts as the bias
+// rows and the GEMM adds to it, with no zeroing and no separate add pass. Without a bias it is
+// matmul(x, weight.t()). Other ranks compute and name their nodes as PyTorch 1.13 does.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // The naive triple loop matmul is tested against (2-D only, any strides, no autograd).
 Tensor matmul_reference(const Tensor& a, const Tensor& b);
@@ -183,12 +185,21 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);  // indices (*) -
 Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
 
 // ---- losses and normalization (loss.cpp, layer_norm.cpp) ----
-// logits (N, C) or (C), target int64 (N) or (); mean over targets != ignore_index.
-// cross_entropy: nll_loss(log_softmax(logits, -1)) bit for bit, as one op (grad_fn NllLossBackward0,
-// PyTorch's name for the loss; PyTorch's graph has a LogSoftmaxBackward0 node under it).
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100);
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100);
-Tensor mse_loss(const Tensor& input, const Tensor& target);
+// reduction: "mean" (the default), "sum" or "none" (one loss per element or row), as PyTorch. The
+// elementwise losses refuse input and target shapes that differ, where PyTorch warns and broadcasts.
+//
+// cross_entropy: logits (N, C), (C) or (N, C, d1, ..., dk); target int64 class indices (N), () or
+// (N, d1, ..., dk), or class probabilities of the logits' shape. "mean" averages over the targets
+// != ignore_index (over the rows, for probabilities). label_smoothing e mixes the target with the
+// uniform distribution: (1 - e) target + e / C. For (N, C) logits and index targets with the
+// default reduction it is nll_loss(log_softmax(logits, 1)) bit for bit, as one op (grad_fn
+// NllLossBackward0, PyTorch's name for the loss; PyTorch's graph has a LogSoftmaxBackward0 node
+// under it); for more than 2 dims, NllLoss2DBackward0 as PyTorch.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     const std::string& reduction = "mean", double label_smoothing = 0.0);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
+                const std::string& reduction = "mean");
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 

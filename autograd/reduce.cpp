@@ -112,9 +112,10 @@ Tensor max(const Tensor& t) {
 std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
   detail::check_defined(t, "max");
   wrap_dim(dim, t.dim(), "max", t.shape());  // a 0-dim tensor takes dims -1 and 0
-  if (t.dim() == 0) {
-    Tensor idx = zeros({}, kInt64);
-    return {t, idx};
+  if (t.dim() == 0) {  // the value itself, through a MaxBackward0 node as in PyTorch
+    Tensor values = clone(t);
+    if (values.grad_fn()) values.grad_fn()->name = "MaxBackward0";
+    return {values, zeros({}, kInt64)};
   }
   dim = wrap_dim(dim, t.dim(), "max", t.shape());
   const int64_t n = t.shape()[dim];

@@ -71,6 +71,7 @@ void shape_error(const char* op, const std::string& what) {
 }  // namespace detail
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
   int64_t expected = 1;
   for (int64_t i = dim() - 1; i >= 0; --i) {
     int64_t s = impl_->shape[i];
@@ -151,10 +152,7 @@ Tensor Tensor::view(const DimVector& s) const { return ag::view(*this, s); }
 Tensor Tensor::reshape(const DimVector& s) const { return ag::reshape(*this, s); }
 Tensor Tensor::transpose(int64_t a, int64_t b) const { return ag::transpose(*this, a, b); }
 Tensor Tensor::permute(const DimVector& d) const { return ag::permute(*this, d); }
-Tensor Tensor::t() const {
-  if (dim() > 2) detail::shape_error("t", "expects a tensor with <= 2 dimensions, but got shape " + shape().str());
-  return dim() < 2 ? *this : ag::transpose(*this, 0, 1);
-}
+Tensor Tensor::t() const { return ag::t(*this); }
 Tensor Tensor::T() const {
   std::vector<int64_t> d;
   for (int64_t i = dim() - 1; i >= 0; --i) d.push_back(i);

@@ -92,7 +92,8 @@ Tensor view(const Tensor& t, const DimVector& shape) {
 Tensor reshape(const Tensor& t, const DimVector& shape) {
   Size s = infer_shape(shape, t.numel(), "reshape", t.shape());
   if (view_strides(t.shape(), t.strides(), s)) return view_as_shape(t, s, "ReshapeAliasBackward0");
-  return view_as_shape(clone(t), s, "ViewBackward0");
+  // a reshape that has to copy: PyTorch's _unsafe_view of the clone
+  return view_as_shape(clone(t), s, "UnsafeViewBackward0");
 }
 
 static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const char* name) {
@@ -110,6 +111,12 @@ static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const cha
 }
 
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) { return transpose_named(t, d0, d1, "TransposeBackward0"); }
+
+Tensor t(const Tensor& x) {
+  if (x.dim() > 2) shape_error("t", "expects a tensor with <= 2 dimensions, but got shape " + x.shape().str());
+  // a 0-D or 1-D tensor is its own transpose, still through a TBackward0 node as in PyTorch
+  return transpose_named(x, 0, x.dim() < 2 ? 0 : 1, "TBackward0");
+}
 
 Tensor permute(const Tensor& t, const DimVector& dims) {
   const int64_t n = t.dim();

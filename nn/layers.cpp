@@ -24,14 +24,7 @@ Tensor Linear::forward(const Tensor& x) {
     throw std::invalid_argument("[Linear] input of shape " + x.shape().str() + " does not end in in_features=" +
                                 std::to_string(in_features) + " (weight shape " + weight.shape().str() + ")");
   }
-  if (x.dim() > 2 && bias.defined()) {  // as PyTorch: flatten to 2-D, addmm, view back
-    DimVector out_shape(x.shape().begin(), x.shape().end() - 1);
-    out_shape.push_back(out_features);
-    return forward(x.reshape({-1, in_features})).view(out_shape);
-  }
-  if (x.dim() == 2) return linear(x, weight, bias);  // one AddmmBackward0 node with a bias, as in PyTorch
-  Tensor y = matmul(x, weight.t());                   // 1-D input, or no bias: matmul as in PyTorch
-  return bias.defined() ? y + bias : y;
+  return linear(x, weight, bias);  // any (*, in) input, as F.linear
 }
 
 std::string Linear::extra_repr() const {

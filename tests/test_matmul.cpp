@@ -141,7 +141,7 @@ TEST(Linear, ShapeAndDtypeErrorsNameTheOpAndShapes) {
     linear(ones({5, 4}), ones({3, 5}), ones({3}));
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "[linear] expects input (N, in), weight (out, in) and bias (out), got [5, 4], [3, 5] and [3]");
+    EXPECT_STREQ(e.what(), "[linear] expects input (*, in), weight (out, in) and bias (out), got [5, 4], [3, 5] and [3]");
   }
   EXPECT_THROW(linear(ones({5, 4}), ones({3, 4}), ones({4})), std::invalid_argument);
   EXPECT_THROW(linear(ones({5, 4}), ones({3, 4}, kFloat64), ones({3})), std::invalid_argument);

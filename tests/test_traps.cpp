@@ -3,9 +3,14 @@
 // PyTorch's (printed by torch 1.13 for the same calls; exact decimals).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "autograd/autograd.h"
+#include "nn/layers.h"
 #include "test_util.h"
 
 using namespace ag;
@@ -111,4 +116,137 @@ TEST(Traps, AnOpOnAnUndefinedTensorThrowsNamingTheOp) {
   EXPECT_THROW(u.view({2}), std::logic_error);
   EXPECT_EQ(error_of([&] { u.backward(); }), "[backward" + tail);
   EXPECT_FALSE(u.defined());
+}
+
+// ---- grad_fn names and output shapes against PyTorch (tests/golden/traps.json, made by
+// tools/golden/make_traps_golden.py): each case is the same call as the script's of that name.
+
+namespace {
+
+const nlohmann::json& traps_golden() {
+  static const nlohmann::json j = [] {
+    std::ifstream f(std::string(AG_GOLDEN_DIR) + "/traps.json");
+    if (!f) throw std::runtime_error("cannot open tests/golden/traps.json");
+    return nlohmann::json::parse(f);
+  }();
+  return j;
+}
+
+Tensor leaf(const DimVector& shape) { return randn(shape, kFloat64).requires_grad_(); }
+
+DimVector shape_of(const std::string& dims) {  // "2x3x4" -> {2, 3, 4}
+  DimVector s;
+  std::istringstream is(dims);
+  for (std::string d; std::getline(is, d, 'x');) s.push_back(std::stoll(d));
+  return s;
+}
+
+// Checks one case: the grad_fn name and the output shape equal PyTorch's.
+void expect_like_torch(const std::string& name, const Tensor& y) {
+  SCOPED_TRACE(name);
+  const auto& want = traps_golden().at(name);
+  ASSERT_TRUE(y.grad_fn()) << "no grad_fn";
+  EXPECT_EQ(y.grad_fn()->name, want.at("grad_fn").get<std::string>());
+  EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
+}
+
+}  // namespace
+
+TEST(Traps, MatmulNamesItsNodeAsPyTorchForEveryPairOfRanks) {
+  // batched @ 1-D was a squeeze node (PyTorch: UnsafeViewBackward0), 2-D @ batched
+  // UnsafeViewBackward0 (CloneBackward0). 1-D @ 2-D stays SqueezeBackward4, the name the seed
+  // notebooks print (tests/test_seeds.cpp; they were run with PyTorch 2, 1.13 names it SqueezeBackward3).
+  int checked = 0;
+  for (const auto& [name, want] : traps_golden().items()) {
+    if (name.rfind("matmul_", 0) != 0 || name == "matmul_4_4x5") continue;
+    const std::size_t cut = name.find('_', 7);
+    expect_like_torch(name, matmul(leaf(shape_of(name.substr(7, cut - 7))), randn(shape_of(name.substr(cut + 1)), kFloat64)));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 9);
+  EXPECT_EQ(traps_golden().at("matmul_4_4x5").at("grad_fn"), "SqueezeBackward3");
+  EXPECT_EQ(matmul(leaf({4}), randn({4, 5}, kFloat64)).grad_fn()->name, "SqueezeBackward4");
+}
+
+TEST(Traps, LinearTakesAnyLeadingDimsAsPyTorch) {
+  // linear used to refuse anything but 2-D input; F.linear takes (*, in)
+  const Tensor w = randn({5, 4}, kFloat64), b = randn({5}, kFloat64);
+  for (const char* dims : {"4", "3x4", "2x3x4", "2x0x4", "1x2x3x4"}) {
+    const Tensor x = leaf(shape_of(dims));
+    expect_like_torch(std::string("linear_bias_") + dims, linear(x, w, b));
+    if (std::string(dims) != "4") expect_like_torch(std::string("linear_nobias_") + dims, linear(x, w));  // 1-D: matmul's SqueezeBackward4
+    // the same numbers as the 2-D rows
+    const Tensor rows = linear(x.detach().reshape({-1, 4}), w, b);
+    EXPECT_EQ(testutil::close_mismatches<double>(linear(x, w, b).detach().reshape({-1, 5}), rows, 1e-12, 1e-12), 0) << dims;
+  }
+  expect_like_torch("linear_bias_transposed_3x2x4", linear(leaf({2, 3, 4}).transpose(0, 1), w, b));
+  // nn::Linear is F.linear
+  nn::Linear layer(4, 5);
+  EXPECT_EQ(layer(ones({2, 3, 4})).shape(), Size({2, 3, 5}));
+  EXPECT_EQ(layer(ones({4})).shape(), Size({5}));
+  EXPECT_EQ(error_of([&] { linear(ones({3, 5}, kFloat64), w); }),
+            "[linear] expects input (*, in), weight (out, in) and bias (out), got [3, 5], [5, 4] and none");
+  EXPECT_THROW(linear(tensor(1.0), w), std::invalid_argument);
+}
+
+TEST(Traps, LossesTakeAReductionAndCrossEntropyTakesSpatialDims) {
+  // mse_loss had no reduction; cross_entropy refused (N, C, d1, ...) logits
+  const Tensor t3 = tensor({1, 0, 3});
+  for (const std::string red : {"mean", "sum", "none"}) {
+    expect_like_torch("mse_loss_" + red, mse_loss(leaf({3, 4}), randn({3, 4}, kFloat64), red));
+    expect_like_torch("nll_loss_" + red, nll_loss(leaf({3, 4}), t3, -100, red));
+    expect_like_torch("cross_entropy_" + red, cross_entropy(leaf({3, 4}), t3, -100, red));
+    expect_like_torch("cross_entropy_1d_" + red, cross_entropy(leaf({4}), tensor(2), -100, red));
+    expect_like_torch("cross_entropy_3d_" + red, cross_entropy(leaf({2, 3, 4}), tensor({{0, 1, 2, 1}, {2, 2, 0, 1}}), -100, red));
+    expect_like_torch("cross_entropy_4d_" + red,
+                      cross_entropy(leaf({2, 3, 2, 2}), tensor({{{0, 1}, {2, 1}}, {{2, 2}, {0, 1}}}), -100, red));
+    expect_like_torch("cross_entropy_probs_" + red, cross_entropy(leaf({3, 4}), softmax(randn({3, 4}, kFloat64), 1), -100, red));
+    expect_like_torch("cross_entropy_smoothing_" + red, cross_entropy(leaf({3, 4}), t3, -100, red, 0.1));
+  }
+  EXPECT_EQ(error_of([&] { mse_loss(ones({2}), ones({2}), "avg"); }),
+            "[mse_loss] avg is not a valid value for reduction (expected \"mean\", \"sum\" or \"none\")");
+  EXPECT_EQ(error_of([&] { cross_entropy(ones({2, 3}), tensor({0, 1}), -100, "mean", 1.5); }),
+            "[cross_entropy] label_smoothing must be between 0.0 and 1.0. Got: 1.5");
+  EXPECT_EQ(error_of([&] { cross_entropy(ones({2, 3, 4}), zeros({2, 5}, kInt64)); }),
+            "[nll_loss] expected target size [2, 4] for input [2, 3, 4], got [2, 5]");
+  // a (N) target against an (N, 1) input: PyTorch warns and broadcasts to (N, N); ag refuses
+  EXPECT_THROW(mse_loss(ones({3, 1}), ones({3})), std::invalid_argument);
+}
+
+TEST(Traps, CrossEntropyOverSpatialDimsEqualsTheRowsItFlattensTo) {
+  // (N, C, d) logits are the (N d) rows of (C) classes, in the target's order
+  const Tensor x = randn({2, 3, 4}, kFloat64), t = tensor({{0, 1, 2, -100}, {2, 2, 0, 1}});
+  const Tensor rows = x.permute({0, 2, 1}).reshape({-1, 3});
+  for (const std::string red : {"mean", "sum", "none"}) {
+    const Tensor want = cross_entropy(rows, t.reshape({-1}), -100, red);
+    EXPECT_EQ(testutil::close_mismatches<double>(cross_entropy(x, t, -100, red), red == "none" ? want.reshape({2, 4}) : want, 1e-14, 1e-14), 0) << red;
+  }
+}
+
+TEST(Traps, OpsThatReturnedTheirInputRecordPyTorchsNode) {
+  // t() of 0-D/1-D, transpose of 0-D and max(s, dim) of 0-D returned the input itself (no node);
+  // a reshape that copies was ViewBackward0
+  expect_like_torch("t_0d", leaf({}).t());
+  expect_like_torch("t_1d", leaf({3}).t());
+  expect_like_torch("t_2d", leaf({2, 3}).t());
+  expect_like_torch("transpose_0d", leaf({}).transpose(0, -1));
+  expect_like_torch("max_dim_0d", max(leaf({}), 0).first);
+  expect_like_torch("max_dim_0d_keepdim", max(leaf({}), 0, true).first);
+  expect_like_torch("reshape_view", leaf({2, 3}).reshape({6}));
+  expect_like_torch("reshape_copy", leaf({2, 3}).t().reshape({6}));
+  // the gradient still flows through the new nodes
+  Tensor s = leaf({});
+  (max(s, 0).first * 3.0 + s.t() * 2.0).backward();
+  EXPECT_EQ(s.grad().item(), 5.0);
+}
+
+TEST(Traps, AnEmptyTensorIsContiguousWhateverItsStrides) {
+  // contiguous() of an empty strided view copied it (a CloneBackward0 node); PyTorch returns it
+  const Tensor x = leaf({4, 3});
+  const Tensor v = x.slice(1, 0, 0);
+  EXPECT_EQ(v.is_contiguous(), traps_golden().at("contiguous_empty_view").at("is_contiguous").get<bool>());
+  const Tensor c = v.contiguous();
+  expect_like_torch("contiguous_empty_view", c);
+  EXPECT_EQ(c.grad_fn(), v.grad_fn());  // the same tensor, no copy
+  EXPECT_TRUE(leaf({2, 0, 4}).is_contiguous());
 }

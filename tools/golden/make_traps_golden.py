@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""PyTorch 1.13's answers for the trap regression tests (tests/test_traps.cpp): grad_fn names and
+output shapes of calls where ag used to differ. Run with Debian's PyTorch:
+    /usr/bin/python3 tools/golden/make_traps_golden.py
+It writes tests/golden/traps.json: {"case name": {"grad_fn": ..., "shape": [...]}}.
+The case names are the C++ test's keys; each case below says the call.
+"""
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "..", "tests", "golden", "traps.json")
+
+cases = {}
+
+
+def add(name, y):
+    cases[name] = {"grad_fn": y.grad_fn.name() if y.grad_fn is not None else None, "shape": list(y.shape)}
+
+
+def leaf(*shape):
+    return torch.randn(shape, dtype=torch.float64, requires_grad=True)
+
+
+# matmul of every pair of ranks: the last node's name (first operand requires grad)
+for a, b in [((4,), (4,)), ((4,), (4, 5)), ((4,), (2, 4, 5)), ((5, 4), (4,)), ((2, 5, 4), (4,)), ((3, 4), (4, 5)),
+             ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((3, 4), (2, 4, 5)), ((1, 2, 3, 4), (4, 5))]:
+    name = "matmul_" + "x".join(map(str, a)) + "_" + "x".join(map(str, b))
+    add(name, torch.matmul(leaf(*a), torch.randn(*b, dtype=torch.float64)))
+
+# F.linear on (*, in) inputs, weight (5, 4), with and without a bias
+w, bias = torch.randn(5, 4, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+for shape in [(4,), (3, 4), (2, 3, 4), (2, 0, 4), (1, 2, 3, 4)]:
+    key = "x".join(map(str, shape))
+    add("linear_bias_" + key, F.linear(leaf(*shape), w, bias))
+    add("linear_nobias_" + key, F.linear(leaf(*shape), w))
+add("linear_bias_transposed_3x2x4", F.linear(leaf(2, 3, 4).transpose(0, 1), w, bias))
+
+# losses and their reductions
+for red in ["mean", "sum", "none"]:
+    add("mse_loss_" + red, F.mse_loss(leaf(3, 4), torch.randn(3, 4, dtype=torch.float64), reduction=red))
+    add("nll_loss_" + red, F.nll_loss(leaf(3, 4), torch.tensor([1, 0, 3]), reduction=red))
+    add("cross_entropy_" + red, F.cross_entropy(leaf(3, 4), torch.tensor([1, 0, 3]), reduction=red))
+    add("cross_entropy_1d_" + red, F.cross_entropy(leaf(4), torch.tensor(2), reduction=red))
+    add("cross_entropy_3d_" + red, F.cross_entropy(leaf(2, 3, 4), torch.tensor([[0, 1, 2, 1], [2, 2, 0, 1]]), reduction=red))
+    add("cross_entropy_4d_" + red, F.cross_entropy(leaf(2, 3, 2, 2), torch.tensor([[[0, 1], [2, 1]], [[2, 2], [0, 1]]]),
+                                                   reduction=red))
+    add("cross_entropy_probs_" + red,
+        F.cross_entropy(leaf(3, 4), torch.softmax(torch.randn(3, 4, dtype=torch.float64), 1), reduction=red))
+    add("cross_entropy_smoothing_" + red,
+        F.cross_entropy(leaf(3, 4), torch.tensor([1, 0, 3]), reduction=red, label_smoothing=0.1))
+
+# nodes PyTorch records where ag used to return its input, and reshape's copy
+add("t_0d", leaf().t())
+add("t_1d", leaf(3).t())
+add("t_2d", leaf(2, 3).t())
+add("transpose_0d", leaf().transpose(0, -1))
+add("max_dim_0d", torch.max(leaf(), 0)[0])
+add("max_dim_0d_keepdim", torch.max(leaf(), 0, keepdim=True)[0])
+add("reshape_view", leaf(2, 3).reshape(6))
+add("reshape_copy", leaf(2, 3).t().reshape(6))
+# an empty strided view is contiguous: contiguous() returns it (its node is the slice's)
+empty_view = leaf(4, 3)[:, :0]
+add("contiguous_empty_view", empty_view.contiguous())
+cases["contiguous_empty_view"]["is_contiguous"] = empty_view.is_contiguous()
+
+with open(OUT, "w") as f:
+    json.dump(cases, f, indent=1, sort_keys=True)
+    f.write("\n")
+print("wrote", OUT, len(cases), "cases")
