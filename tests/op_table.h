@@ -37,10 +37,13 @@ struct Sample {
 };
 
 // One random-graph step the fuzzer may take: the op applied to one or two tensors of its pool
-// (`b` is ignored by one-input steps), and a line of text for failure reports ("sin(t3)").
+// (`b` is ignored by one-input steps), and a line of text for failure reports ("sin(a)").
 struct FuzzStep {
   std::function<Tensor(const Tensor& a, const Tensor& b)> apply;
-  std::string text;
+  std::string text;  // written over `a` and `b`, e.g. "softmax(a, 1)"; the fuzzer says which pool tensors they are
+  // The op needs inputs without ties (max): the fuzzer applies it to its random leaves only, as
+  // copies, fills and zeros made by other steps create ties.
+  bool needs_leaf = false;
 };
 // Given the fuzzer's generator and the shapes of two pool tensors a and b, a step on them, or
 // nullopt when the op does not apply to such shapes. Inputs are any real values: a step maps them
@@ -65,7 +68,41 @@ struct OpInfo {
   // Finite differences cannot check the op (e.g. it rounds through float32): golden gradients only.
   bool fd_unusable = false;
   Fuzz fuzz;  // empty: the fuzzer does not draw this op
+  // float32 rounding swamps the op on its samples (e.g. logits + 1e8 in float32 are all equal):
+  // the float32 check only checks the dtype.
+  bool float32_unusable = false;
+  // A known difference from PyTorch for int64 inputs, to be fixed in the op, saying what ag does
+  // (e.g. "ag refuses int64; PyTorch computes int64"): the int64 check then checks the difference
+  // is still there, so the note goes when the op is fixed.
+  std::string int64_gap;
 };
+
+// ---- helpers for fuzz steps (op_table.cpp) ----
+// A typical entry:
+//   {"tanh", "torch.tanh(x[0])", [](auto& x) { return ag::tanh(x[0]); },
+//    {{{{2, 3}}}, {{{}}}, {{{0, 4}}}},  // samples: one (2, 3) input; a 0-dim one; an empty one
+//    {}, 2, false, false, elementwise_fuzz([](const Tensor& a) { return ag::tanh(a); }, "tanh")},
+// A sample of two inputs that broadcast: {{{2, 1, 3}, {4, 1}}}.
+// and for an op smooth on (0.5, 2) only: elementwise_fuzz(..., "log", Domain{0.5, 2.0}).
+
+int fuzz_int(std::mt19937_64& rng, int lo, int hi);  // uniform in [lo, hi]
+// A fresh float64 constant (a weight, a target), uniform in [-1.5, 1.5) like the fuzzer's leaves.
+Tensor fuzz_values(std::mt19937_64& rng, const Size& shape);
+// A shape that broadcasts to s: each dim kept or set to 1, maybe fewer leading dims.
+Size fuzz_broadcastable(std::mt19937_64& rng, const Size& s);
+// lo + (hi - lo) * sigmoid(a): any real value mapped smoothly into the open interval.
+Tensor into(const Tensor& a, Domain d);
+// A unary elementwise op on any pool tensor (0-dim too). With `domain`, the input is mapped into
+// it first (into(a, *domain)); text "name(a)" or "name(into(a, [lo, hi]))".
+Fuzz elementwise_fuzz(std::function<Tensor(const Tensor&)> f, std::string name,
+                      std::optional<Domain> domain = std::nullopt);
+// A binary elementwise op: f(a, b) when a and b broadcast together, else f(a, c) with a fresh
+// constant c of a shape broadcasting to a's. With `b_domain`, b (or c) is mapped into it first.
+Fuzz binary_fuzz(std::function<Tensor(const Tensor&, const Tensor&)> f, std::string name,
+                 std::optional<Domain> b_domain = std::nullopt);
+// An op taking one dim: f(a, d) for a random dim d of a; for tensors of at least `min_dim`
+// (>= 1) dims. Text "name(a, d)".
+Fuzz dim_fuzz(std::function<Tensor(const Tensor&, int64_t)> f, std::string name, int64_t min_dim = 1);
 
 // The groups; each lives in the file named after it.
 std::vector<OpInfo> core_ops();
