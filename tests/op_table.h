@@ -1,13 +1,30 @@
 // The op table: one entry per op (or per variant of an op), PyTorch's OpInfo idea. Every check of
-// the ops runs from it (tests/test_op_table.cpp): forward values and gradients against PyTorch
-// 1.13 (tests/golden/op_table.txt, made by tools/golden/make_op_golden.py from this very table),
-// float32 against float64, strided against contiguous inputs, gradcheck, gradgradcheck, dtype
-// errors, empty and 0-dim inputs; and the random-graph fuzzer (test_fuzz_gradcheck.cpp) draws its
-// ops from it. A new op is one entry, in the group file of its kind:
+// the ops runs from it (tests/test_op_table.cpp), on every sample of every entry: forward values
+// and gradients against PyTorch 1.13 (tests/golden/op_table.txt, made by
+// tools/golden/make_op_golden.py from this very table), float32 against the float64 golden,
+// strided against contiguous inputs, gradcheck (also with an input reused on a second path),
+// gradgradcheck, the fast backward kernels against the rules, ops without a gradient, and int64
+// inputs (refused, or computed with PyTorch's dtype); and the random-graph fuzzer
+// (test_fuzz_gradcheck.cpp) draws its ops from the entries' fuzz steps.
+//
+// A new op is one entry, in the group file of its kind:
 //   op_table_core.cpp         the ops of the first round (arithmetic, views, softmax, matmul, ...)
 //   op_table_elementwise.cpp  unary and binary elementwise ops, creation, in-place
 //   op_table_reduce_index.cpp reductions, indexing and gathers, reshaping
 //   op_table_loss.cpp         losses and normalization
+// then the golden data is regenerated (the script stops naming any sample PyTorch rejects):
+//   cmake --build build --target op_table_dump
+//   /usr/bin/python3 tools/golden/make_op_golden.py build/tests/op_table_dump
+// and ./build/tests/ag_tests --gtest_filter='OpTable.*:FuzzGradcheck.*' checks it. An entry:
+//   {.name = "tanh",
+//    .torch = "x[0].tanh()",
+//    .fn = [](auto& x) { return ag::tanh(x[0]); },
+//    .samples = {{{{2, 3}}}, {{{}}}, {{{0, 4}}}},  // one input: (2, 3); 0-dim; empty
+//    .floating_only = false,                       // PyTorch computes int64 inputs (to float32)
+//    .fuzz = elementwise_fuzz([](const Tensor& a) { return ag::tanh(a); }, "tanh")},
+// A sample of two inputs that broadcast: {{{2, 1, 3}, {4, 1}}}. An op smooth on (0.5, 2) only:
+// .domain = {0.5, 2.0} and elementwise_fuzz(..., "log", Domain{0.5, 2.0}). Designated
+// initializers go in the order of the fields below.
 #pragma once
 
 #include <functional>
@@ -47,8 +64,9 @@ struct FuzzStep {
 };
 // Given the fuzzer's generator and the shapes of two pool tensors a and b, a step on them, or
 // nullopt when the op does not apply to such shapes. Inputs are any real values: a step maps them
-// into the op's domain itself (e.g. log(a * a + 1)). The fuzzer learns the output shape by running
-// the step.
+// into the op's domain itself (e.g. log(into(a, {0.5, 2}))). Constants a step needs (weights,
+// indices, masks) are drawn here, from rng, and captured. The fuzzer learns the output shape by
+// running the step.
 using Fuzz = std::function<std::optional<FuzzStep>(std::mt19937_64& rng, const Size& a, const Size& b)>;
 
 struct OpInfo {
@@ -62,8 +80,10 @@ struct OpInfo {
   // (sign, comparisons, argmax), 1 when only first-order gradients are checked, 2 when
   // gradgradcheck runs too.
   int order = 2;
-  // True when PyTorch refuses integer inputs (the floating ops: sin, softmax, mean, ...): the table
-  // checks ag throws for int64 inputs. False when integer inputs are computed (add, abs, ...).
+  // True when PyTorch refuses integer inputs (softmax, mean, gelu, ...): the table checks ag throws
+  // for int64 inputs. False when integer inputs are computed (add, abs, ...; also sin, exp, sqrt,
+  // which PyTorch computes to float32): the table checks ag gives PyTorch's dtype and values. The
+  // golden script stops on false where PyTorch refuses, and notes true where it computes.
   bool floating_only = true;
   // Finite differences cannot check the op (e.g. it rounds through float32): golden gradients only.
   bool fd_unusable = false;
@@ -78,12 +98,6 @@ struct OpInfo {
 };
 
 // ---- helpers for fuzz steps (op_table.cpp) ----
-// A typical entry:
-//   {"tanh", "torch.tanh(x[0])", [](auto& x) { return ag::tanh(x[0]); },
-//    {{{{2, 3}}}, {{{}}}, {{{0, 4}}}},  // samples: one (2, 3) input; a 0-dim one; an empty one
-//    {}, 2, false, false, elementwise_fuzz([](const Tensor& a) { return ag::tanh(a); }, "tanh")},
-// A sample of two inputs that broadcast: {{{2, 1, 3}, {4, 1}}}.
-// and for an op smooth on (0.5, 2) only: elementwise_fuzz(..., "log", Domain{0.5, 2.0}).
 
 int fuzz_int(std::mt19937_64& rng, int lo, int hi);  // uniform in [lo, hi]
 // A fresh float64 constant (a weight, a target), uniform in [-1.5, 1.5) like the fuzzer's leaves.

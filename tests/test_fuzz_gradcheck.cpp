@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "autograd/autograd.h"
@@ -23,6 +24,7 @@ struct Graph {
   std::vector<Tensor> inputs;  // leaves, float64, some non-contiguous
   std::function<Tensor(const std::vector<Tensor>&)> fn;
   std::string text;  // one line per op, for the failure message
+  std::vector<std::string> ops;  // the entries its steps came from
 };
 
 // The entries the fuzzer draws from.
@@ -75,6 +77,7 @@ class Builder {
         lines.push_back("t" + std::to_string(pool.size()) + " = " + step->text + "  with a = t" + std::to_string(a) +
                         ", b = t" + std::to_string(b) + "  -> " + out.shape().str() + "  [" + op.name + "]");
         steps.push_back({a, b, step->apply});
+        g.ops.push_back(op.name);
         pool.push_back(out);
         break;
       }
@@ -123,9 +126,11 @@ void fuzz(uint64_t first, uint64_t count, const char* count_env,
   if (const char* s = std::getenv("AG_FUZZ_SEED")) first = std::stoull(s), count = 1;
   int failures = 0;
   int64_t ops = 0;
+  std::set<std::string> drawn;
   for (uint64_t seed = first; seed < first + count; ++seed) {
     Graph g = Builder(seed).build();
     ops += static_cast<int64_t>(std::count(g.text.begin(), g.text.end(), '\n'));
+    drawn.insert(g.ops.begin(), g.ops.end());
     GradcheckResult r;
     try {
       r = check(g);
@@ -138,7 +143,11 @@ void fuzz(uint64_t first, uint64_t count, const char* count_env,
     }
   }
   EXPECT_EQ(failures, 0);
-  std::printf("%llu graphs, %lld lines (inputs and ops)\n", static_cast<unsigned long long>(count), static_cast<long long>(ops));
+  // every fuzz step applies to some shapes (a step that never does tests nothing)
+  if (count >= 500)
+    for (const optable::OpInfo* op : fuzzable()) EXPECT_TRUE(drawn.count(op->name)) << op->name << "'s fuzz step was never drawn";
+  std::printf("%llu graphs, %lld lines (inputs and ops), steps of %zu of the %zu fuzzable entries\n",
+              static_cast<unsigned long long>(count), static_cast<long long>(ops), drawn.size(), fuzzable().size());
 }
 
 }  // namespace
