@@ -1,17 +1,15 @@
 #!/usr/bin/python3
-"""Regenerates the PyTorch golden data the C++ tests compare against.
+"""Regenerates the PyTorch golden data of the printing tests.
 
 Run with Debian's PyTorch 1.13 (apt-get install python3-torch):
     /usr/bin/python3 tools/golden/make_golden.py
-It writes tests/golden/print_cases.txt (tensors and their repr) and tests/golden/op_cases.txt
-(forward values and gradients of every op on fixed float64 inputs). The formats are line based
-and read by tests/golden_io.h.
+It writes tests/golden/print_cases.txt (tensors and their repr). The format is line based and read
+by tests/golden_io.h. (The ops' values and gradients: tools/golden/make_op_golden.py.)
 """
 import math
 import os
 
 import torch
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "..", "tests", "golden")
@@ -97,97 +95,7 @@ def print_cases():
                 f.write(line + "\n")
 
 
-# ---------------------------------------------------------------- ops
-def op_cases():
-    g = torch.Generator().manual_seed(1234)
-
-    def rn(*shape):
-        return torch.randn(*shape, generator=g, dtype=torch.float64)
-
-    def pos(*shape):
-        return torch.rand(*shape, generator=g, dtype=torch.float64) + 0.5
-
-    mask23 = torch.tensor([[True, False, True], [False, False, True]])
-    idx = torch.tensor([2, 0, 2, 1, 2])
-    tgt = torch.tensor([1, 0, 3, 1])
-    ops = {
-        "add_bcast": (lambda a, b: a + b, [rn(2, 3), rn(3)]),
-        "sub_bcast": (lambda a, b: a - b, [rn(2, 1, 3), rn(4, 1)]),
-        "mul_bcast": (lambda a, b: a * b, [rn(2, 1, 3), rn(4, 1)]),
-        "div_bcast": (lambda a, b: a / b, [rn(3, 2), pos(2)]),
-        "scalar_ops": (lambda a: (2.0 - a) * 3.0 / 4.0 + 1.5 - 2.0 / (a + 3.0), [pos(2, 3)]),
-        "pow_scalar": (lambda a: a ** 2.5, [pos(2, 3)]),
-        "pow_tensor": (lambda a, b: a ** b, [pos(2, 3), rn(2, 3)]),
-        "neg": (lambda a: -a, [rn(2, 3)]),
-        "exp": (lambda a: a.exp(), [rn(2, 3)]),
-        "log": (lambda a: a.log(), [pos(2, 3)]),
-        "sqrt": (lambda a: a.sqrt(), [pos(2, 3)]),
-        "tanh": (lambda a: a.tanh(), [rn(2, 3)]),
-        "sigmoid": (lambda a: a.sigmoid(), [rn(2, 3)]),
-        "relu": (lambda a: a.relu(), [rn(3, 4)]),
-        "gelu": (lambda a: F.gelu(a), [rn(3, 4)]),
-        "gelu_tanh": (lambda a: F.gelu(a, approximate="tanh"), [rn(3, 4)]),
-        "sum_all": (lambda a: a.sum(), [rn(3, 4)]),
-        "sum_dim": (lambda a: a.sum(1), [rn(2, 3, 4)]),
-        "sum_dims_keepdim": (lambda a: a.sum((0, 2), keepdim=True), [rn(2, 3, 4)]),
-        "mean_all": (lambda a: a.mean(), [rn(3, 4)]),
-        "mean_dim": (lambda a: a.mean(-1), [rn(2, 3, 4)]),
-        "max_all": (lambda a: a.max(), [rn(3, 4)]),
-        "max_dim": (lambda a: a.max(1)[0], [rn(2, 5, 3)]),
-        "max_dim_keepdim": (lambda a: a.max(0, keepdim=True)[0], [rn(4, 3)]),
-        "matmul_2d": (lambda a, b: a @ b, [rn(3, 4), rn(4, 2)]),
-        "matmul_1d_2d": (lambda a, b: a @ b, [rn(4), rn(4, 3)]),
-        "matmul_2d_1d": (lambda a, b: a @ b, [rn(3, 4), rn(4)]),
-        "matmul_1d_1d": (lambda a, b: a @ b, [rn(4), rn(4)]),
-        "matmul_batched": (lambda a, b: a @ b, [rn(2, 3, 4), rn(2, 4, 5)]),
-        "matmul_bcast": (lambda a, b: a @ b, [rn(2, 1, 3, 4), rn(5, 4, 2)]),
-        "matmul_transposed": (lambda a, b: a.t() @ b.transpose(0, 1), [rn(4, 3), rn(2, 4)]),
-        "softmax_last": (lambda a: a.softmax(-1), [rn(3, 5)]),
-        "softmax_dim0": (lambda a: a.softmax(0), [rn(3, 5)]),
-        "log_softmax_last": (lambda a: a.log_softmax(-1), [rn(3, 5)]),
-        "log_softmax_dim1": (lambda a: a.log_softmax(1), [rn(2, 3, 4)]),
-        "masked_fill": (lambda a: a.masked_fill(mask23, -1e9), [rn(2, 3)]),
-        "masked_fill_bcast": (lambda a: a.masked_fill(torch.tensor([True, False, True]), 0.5), [rn(2, 3)]),
-        "masked_softmax_causal": (lambda a: a.masked_fill(torch.triu(torch.ones(4, 4), diagonal=1).bool(), -math.inf).softmax(-1), [rn(4, 4)]),
-        "cat_dim1": (lambda a, b: torch.cat([a, b], 1), [rn(2, 3), rn(2, 2)]),
-        "stack_dim0": (lambda a, b: torch.stack([a, b], 0), [rn(2, 3), rn(2, 3)]),
-        "index_select_repeat": (lambda a: a.index_select(0, idx), [rn(3, 4)]),
-        "index_select_dim1": (lambda a: a.index_select(1, idx), [rn(2, 3)]),
-        "embedding_repeat": (lambda w: F.embedding(torch.tensor([[0, 2], [2, 2]]), w), [rn(3, 4)]),
-        "cross_entropy": (lambda a: F.cross_entropy(a, tgt), [rn(4, 5)]),
-        "cross_entropy_ignore": (lambda a: F.cross_entropy(a, tgt, ignore_index=1), [rn(4, 5)]),
-        "cross_entropy_shifted": (lambda a: F.cross_entropy(a + 1e8, tgt), [rn(4, 5)]),
-        "layer_norm_affine": (lambda x, w, b: F.layer_norm(x, (4,), w, b), [rn(3, 4), rn(4), rn(4)]),
-        "layer_norm_plain": (lambda x: F.layer_norm(x, (3, 4)), [rn(2, 3, 4)]),
-        "mse_loss": (lambda a, b: F.mse_loss(a, b), [rn(3, 4), rn(3, 4)]),
-        "view_transpose": (lambda a: a.view(3, 4).transpose(0, 1).contiguous().view(-1) * 2.0, [rn(12)]),
-        "permute_reshape": (lambda a: a.permute(2, 0, 1).reshape(4, 6), [rn(2, 3, 4)]),
-        "slice_select": (lambda a: a[1:, ::2][0] * 3.0, [rn(3, 5)]),
-        "expand_unsqueeze": (lambda a: a.unsqueeze(1).expand(3, 4, 2) * 1.0, [rn(3, 2)]),
-        "triu_tril": (lambda a: a.triu(1) + a.tril(-1) * 2.0, [rn(4, 4)]),
-        "to_float32_and_back": (lambda a: a.float().double() * 1.0, [torch.tensor([0.5, 0.25, -1.0], dtype=torch.float64)]),
-        "reused_node": (lambda a: (a * a).sum(0) + a.exp().sum(0), [rn(3, 2)]),
-        # found by the random-graph fuzzer: max over a leading dim of a 3-D tensor
-        "max_dim0_3d": (lambda a: a.max(0)[0], [rn(3, 4, 2)]),
-    }
-    with open(os.path.join(OUT, "op_cases.txt"), "w") as f:
-        f.write("# generated by tools/golden/make_golden.py; do not edit\n")
-        for name, (fn, inputs) in ops.items():
-            ins = [x.clone().requires_grad_(True) for x in inputs]
-            out = fn(*ins)
-            w = torch.randn(out.shape, generator=g, dtype=torch.float64)
-            (out * w).sum().backward()
-            f.write(f"op {name} {len(ins)}\n")
-            for x in ins:
-                f.write("input " + tensor_line(x) + "\n")
-            f.write("output " + tensor_line(out) + "\n")
-            f.write("weight " + tensor_line(w) + "\n")
-            for x in ins:
-                f.write("grad " + tensor_line(x.grad) + "\n")
-
-
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     print_cases()
-    op_cases()
     print("wrote", OUT)
