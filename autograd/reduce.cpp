@@ -340,7 +340,7 @@ namespace {
 Tensor sgn(const Tensor& x) { return sub(gt(x, 0.0).to(x.dtype()), lt(x, 0.0).to(x.dtype())); }
 
 // y = (sum |x|^p)^(1/p) over the reduced dims (y, g in keepdim layout)  =>  PyTorch's norm_backward:
-//   p = 0:      0
+//   p = 0:      no gradient (undefined, as PyTorch's: a count has none)
 //   p = 1:      dx = g * sgn(x)
 //   p = 2:      dx = g * x / y, 0 where y = 0
 //   p = +-inf:  dx = g * sgn(x) / k at the k positions where |x| = y (or is NaN), 0 elsewhere
@@ -348,7 +348,7 @@ Tensor sgn(const Tensor& x) { return sub(gt(x, 0.0).to(x.dtype()), lt(x, 0.0).to
 //   p < 2:      dx = sgn(x) |x|^(p-1) * g / y^(p-1), 0 where y = 0
 //   otherwise:  dx = x |x|^(p-2) * g / y^(p-1), 0 where y = 0
 Tensor norm_rule(const Tensor& g, const Tensor& x, const Tensor& y, double p, const DimVector& m) {
-  if (p == 0) return zeros_like(x);
+  if (p == 0) return Tensor();
   const Tensor s = sgn(x);
   if (p == 1) return mul(g, s);
   if (p == 2) return mul(g, masked_fill(div(x, y), eq(y, 0.0), 0.0));
