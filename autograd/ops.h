@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -124,6 +125,38 @@ Tensor mean(const Tensor& t, const DimVector& dims, bool keepdim = false);
 Tensor max(const Tensor& t);  // gradient shared evenly among tied maxima, as in PyTorch
 std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);  // values, indices
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& t);  // ties share the gradient evenly, as max's
+std::pair<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim = false);  // values, indices (the first min)
+Tensor argmin(const Tensor& t, int64_t dim, bool keepdim = false);
+// torch.prod (int64 for integer and bool input). The gradient prod_{j != i} x_j is exact with zeros
+// in t, to any order (PyTorch 1.13's second derivative is 0 with two or more zeros in a row).
+Tensor prod(const Tensor& t);
+Tensor prod(const Tensor& t, int64_t dim, bool keepdim = false);
+// var and std as libtorch's at::var / at::std (floating point only): over all elements, over dims
+// (empty: all), or with a correction (the divisor is n - correction; default 1, unbiased). As in
+// libtorch, a plain integer after the dims would convert to `bool unbiased`, so the correction
+// form takes std::optional<int64_t>: var(t, DimVector{1}, std::optional<int64_t>(2)); the deleted
+// template turns var(t, {1}, 2) into a compile error. var(t, 1) is over dim 1 (libtorch's `int dim`).
+Tensor var(const Tensor& t, bool unbiased = true);
+Tensor var(const Tensor& t, int dim);
+Tensor var(const Tensor& t, const DimVector& dims, bool unbiased = true, bool keepdim = false);
+Tensor var(const Tensor& t, std::optional<DimVector> dims, std::optional<int64_t> correction, bool keepdim = false);
+template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+Tensor var(const Tensor& t, const DimVector& dims, I correction, bool keepdim = false) = delete;
+Tensor std(const Tensor& t, bool unbiased = true);
+Tensor std(const Tensor& t, int dim);
+Tensor std(const Tensor& t, const DimVector& dims, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& t, std::optional<DimVector> dims, std::optional<int64_t> correction, bool keepdim = false);
+template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+Tensor std(const Tensor& t, const DimVector& dims, I correction, bool keepdim = false) = delete;
+// log(sum(exp(t))) over dims (at least one), stable; integer and bool input give float32.
+Tensor logsumexp(const Tensor& t, const DimVector& dims, bool keepdim = false);
+Tensor cumsum(const Tensor& t, int64_t dim);  // int64 for integer and bool input
+// The p-norm (sum |t|^p)^(1/p) over all elements or over dims (empty: all), floating point only;
+// p = 0 counts nonzeros, p = +-inf is max / min |t|. The gradient at 0 is 0, as in PyTorch.
+// grad_fn NormBackward1 (what Python's t.norm(...) records).
+Tensor norm(const Tensor& t, double p = 2);
+Tensor norm(const Tensor& t, double p, const DimVector& dims, bool keepdim = false);
 // Sums a gradient down to `shape` (the inverse of broadcasting `shape` up to grad's shape).
 Tensor sum_to(const Tensor& grad, const Size& shape);
 
@@ -183,6 +216,37 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
 Tensor embedding(const Tensor& weight, const Tensor& indices);  // indices (*) -> (*, dim)
 // torch.index_add: a copy of t with out[.., index[j], ..] += alpha * source[.., j, ..] along dim.
 Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
+// torch.gather: out[i][j][k] = t[index[i][j][k]][j][k] for dim 0 (likewise for other dims); index
+// int64 with t's number of dims, index.size(d) <= t.size(d) for d != dim; out has index's shape.
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
+// torch.scatter_add (a new tensor): a copy of t with out[index[i][j][k]][j][k] += src[i][j][k] for
+// dim 0, over the positions of index (index.size(d) <= src.size(d), and <= t.size(d) for d != dim).
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+// torch.masked_select: the elements of t where the bool mask is true, as a 1-D tensor, in row-major
+// order of the shape t and mask broadcast to.
+Tensor masked_select(const Tensor& t, const Tensor& mask);
+
+// ---- rearranging (rearrange.cpp) ----
+Tensor flip(const Tensor& t, const DimVector& dims);
+// torch.roll: shifts elements along dims (one shift per dim) with wrap-around; with no dims, over
+// the flattened tensor (then viewed back). roll(t, 1) and roll(t, 1, 0) are the one-shift forms.
+Tensor roll(const Tensor& t, const DimVector& shifts, const DimVector& dims = {});
+Tensor roll(const Tensor& t, int64_t shift);
+Tensor roll(const Tensor& t, int64_t shift, int64_t dim);
+// torch.Tensor.repeat: tiles t sizes[i] times along dim i (sizes may have more dims than t).
+Tensor repeat(const Tensor& t, const DimVector& sizes);
+// torch.chunk / torch.split: views of consecutive parts along dim, sharing t's storage. chunk
+// makes parts of ceil(size / chunks) (the last smaller; possibly fewer than `chunks` parts), split
+// parts of split_size (the last smaller) or of the given sizes (which must sum to the dim's size).
+// Note: split(t, {2}) is the split_size form (a one-element list converts to int64_t first).
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& split_sizes, int64_t dim = 0);
+// torch.flatten: dims start_dim..end_dim merged into one (reshape: a view when possible; a 0-dim
+// tensor becomes 1-D; t itself if start_dim == end_dim). torch.unflatten: dim split into sizes (one
+// may be -1), always a view.
+Tensor flatten(const Tensor& t, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor unflatten(const Tensor& t, int64_t dim, const DimVector& sizes);
 
 // ---- losses and normalization (loss.cpp, layer_norm.cpp) ----
 // reduction: "mean" (the default), "sum" or "none" (one loss per element or row), as PyTorch. The

@@ -195,5 +195,31 @@ Tensor Tensor::gt(double v) const { return ag::gt(*this, v); }
 Tensor Tensor::lt(double v) const { return ag::lt(*this, v); }
 Tensor Tensor::eq(const Tensor& o) const { return ag::eq(*this, o); }
 Tensor Tensor::logical_not() const { return ag::logical_not(*this); }
+Tensor Tensor::min() const { return ag::min(*this); }
+std::pair<Tensor, Tensor> Tensor::min(int64_t d, bool k) const { return ag::min(*this, d, k); }
+Tensor Tensor::argmin(int64_t d, bool k) const { return ag::argmin(*this, d, k); }
+Tensor Tensor::prod() const { return ag::prod(*this); }
+Tensor Tensor::prod(int64_t d, bool k) const { return ag::prod(*this, d, k); }
+Tensor Tensor::var(bool u) const { return ag::var(*this, u); }
+Tensor Tensor::var(int d) const { return ag::var(*this, d); }
+Tensor Tensor::var(const DimVector& d, bool u, bool k) const { return ag::var(*this, d, u, k); }
+Tensor Tensor::std(bool u) const { return ag::std(*this, u); }
+Tensor Tensor::std(int d) const { return ag::std(*this, d); }
+Tensor Tensor::std(const DimVector& d, bool u, bool k) const { return ag::std(*this, d, u, k); }
+Tensor Tensor::logsumexp(const DimVector& d, bool k) const { return ag::logsumexp(*this, d, k); }
+Tensor Tensor::cumsum(int64_t d) const { return ag::cumsum(*this, d); }
+Tensor Tensor::norm(double p) const { return ag::norm(*this, p); }
+Tensor Tensor::norm(double p, const DimVector& d, bool k) const { return ag::norm(*this, p, d, k); }
+Tensor Tensor::gather(int64_t d, const Tensor& i) const { return ag::gather(*this, d, i); }
+Tensor Tensor::scatter_add(int64_t d, const Tensor& i, const Tensor& s) const { return ag::scatter_add(*this, d, i, s); }
+Tensor Tensor::masked_select(const Tensor& m) const { return ag::masked_select(*this, m); }
+Tensor Tensor::flip(const DimVector& d) const { return ag::flip(*this, d); }
+Tensor Tensor::roll(const DimVector& s, const DimVector& d) const { return ag::roll(*this, s, d); }
+Tensor Tensor::repeat(const DimVector& s) const { return ag::repeat(*this, s); }
+std::vector<Tensor> Tensor::chunk(int64_t c, int64_t d) const { return ag::chunk(*this, c, d); }
+std::vector<Tensor> Tensor::split(int64_t s, int64_t d) const { return ag::split(*this, s, d); }
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& s, int64_t d) const { return ag::split(*this, s, d); }
+Tensor Tensor::flatten(int64_t s, int64_t e) const { return ag::flatten(*this, s, e); }
+Tensor Tensor::unflatten(int64_t d, const DimVector& s) const { return ag::unflatten(*this, d, s); }
 
 }  // namespace ag

@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -166,6 +167,38 @@ class Tensor {
   Tensor lt(double v) const;
   Tensor eq(const Tensor& o) const;
   Tensor logical_not() const;
+
+  // ---- more reductions, gathers and rearranging (see ops.h) ----
+  Tensor min() const;
+  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;  // (values, indices)
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor var(bool unbiased = true) const;
+  Tensor var(int dim) const;
+  Tensor var(const DimVector& dims, bool unbiased = true, bool keepdim = false) const;
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Tensor var(const DimVector& dims, I correction, bool keepdim = false) const = delete;  // see ag::var
+  Tensor std(bool unbiased = true) const;
+  Tensor std(int dim) const;
+  Tensor std(const DimVector& dims, bool unbiased = true, bool keepdim = false) const;
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Tensor std(const DimVector& dims, I correction, bool keepdim = false) const = delete;  // see ag::std
+  Tensor logsumexp(const DimVector& dims, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor norm(double p = 2) const;
+  Tensor norm(double p, const DimVector& dims, bool keepdim = false) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor flip(const DimVector& dims) const;
+  Tensor roll(const DimVector& shifts, const DimVector& dims = {}) const;
+  Tensor repeat(const DimVector& sizes) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, const DimVector& sizes) const;
 
   // ---- in place (bump the storage version) ----
   Tensor& masked_fill_(const Tensor& mask, double value);  // differentiable on non-leaf tensors

@@ -2,6 +2,7 @@
 #include "autograd/kernels/index.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
@@ -70,6 +71,42 @@ Tensor index_add(const Tensor& t, int64_t dim, const std::vector<int64_t>& idx, 
 Tensor scatter_add(const Tensor& g, const Size& shape, int64_t dim, const std::vector<int64_t>& idx) {
   Tensor out = zeros(shape.vec(), g.dtype());
   scatter_add_into(out, g, dim, idx);
+  return out;
+}
+
+Tensor gather_along(const Tensor& t, int64_t dim, const std::vector<int64_t>& idx, const Size& ishape) {
+  Tensor out = detail::make_tensor(ishape, t.dtype());
+  Strides ts = t.strides();  // t's strides over ishape, the indexed dim's position added from idx
+  const int64_t step = ts[static_cast<std::size_t>(dim)];
+  ts[static_cast<std::size_t>(dim)] = 0;
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    const T* pt = static_cast<const T*>(t.impl()->storage->data);
+    T* po = out.data_ptr<T>();
+    std::size_t i = 0;
+    detail::walk<1>(ishape, {&ts}, {t.storage_offset()}, [&](const std::array<int64_t, 1>& o) {
+      po[i] = pt[o[0] + idx[i] * step];
+      ++i;
+    });
+  });
+  return out;
+}
+
+Tensor scatter_add_along(const Tensor& t, int64_t dim, const std::vector<int64_t>& idx, const Size& ishape, const Tensor& src) {
+  Tensor out = detail::make_tensor(t.shape(), t.dtype());
+  detail::copy_into(out, t);
+  Strides os = out.strides();
+  const int64_t step = os[static_cast<std::size_t>(dim)];
+  os[static_cast<std::size_t>(dim)] = 0;
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    const T* ps = static_cast<const T*>(src.impl()->storage->data);
+    T* po = out.data_ptr<T>();
+    std::size_t i = 0;
+    detail::walk<2>(ishape, {&os, &src.strides()}, {0, src.storage_offset()}, [&](const std::array<int64_t, 2>& o) {
+      if constexpr (std::is_same_v<T, uint8_t>) po[o[0] + idx[i] * step] |= ps[o[1]];  // bool: or
+      else po[o[0] + idx[i] * step] += ps[o[1]];
+      ++i;
+    });
+  });
   return out;
 }
 
