@@ -81,7 +81,7 @@ TEST(BatchNorm1dGolden, TrainStepsRunningStatsAndEvalMatchPyTorch) {
     const std::string name = c.at("name").get<std::string>() + " " + c.at("dtype").get<std::string>();
     SCOPED_TRACE(name);
     // float32: PyTorch's kernel rounds differently from our composed ops; float64 pins the formulas.
-    const double rtol = dt == kFloat64 ? 1e-10 : 2e-5, atol = dt == kFloat64 ? 1e-12 : 2e-6;
+    const double rtol = dt == kFloat64 ? 1e-10 : 5e-6, atol = dt == kFloat64 ? 1e-12 : 1e-6;
     std::optional<double> momentum;
     if (!c.at("momentum").is_null()) momentum = c.at("momentum").get<double>();
     BatchNorm1d bn(c.at("num_features"), c.at("eps"), momentum, c.at("affine"), c.at("track_running_stats"));
