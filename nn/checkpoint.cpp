@@ -288,8 +288,7 @@ void load(Module& module, const std::string& path) {
       fail(path, "dtype mismatch for " + n + ": the file has " + dtype_name(src.dtype()) + ", the module " + dtype_name(t.dtype()));
     }
   }
-  NoGradGuard g;  // everything checked: now copy
-  for (const auto& [n, t] : want) Tensor(t).copy_(by_name.at(n));
+  module.load_state_dict(file);  // everything checked: now copy
 }
 
 }  // namespace ag::nn

@@ -12,8 +12,6 @@
 
 namespace ag::nn {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-
 // Writes the module's state_dict (parameters and buffers, dotted names). Atomic: the data goes to
 // a temporary file in the same directory, is fsynced, renamed over `path`, and the directory is
 // fsynced; on failure the old file is intact and the temporary file removed.
@@ -28,7 +26,7 @@ NamedTensors parse_safetensors(const std::string& bytes, const std::string& name
 
 // Loads a file into the module: the names must be exactly the module's state_dict names and the
 // shapes equal; float32/float64 are converted to the module's dtype. Nothing is written into the
-// module unless the whole file is valid.
+// module unless the whole file is valid; then module.load_state_dict copies it in.
 void load(Module& module, const std::string& path);
 
 }  // namespace ag::nn

@@ -1,10 +1,15 @@
 // The basic layers: Linear, Embedding, Dropout, LayerNorm, and the containers Sequential and
 // ModuleList. Constructor arguments, defaults, parameter names and initialization are PyTorch's.
+// Includes the activation modules and BatchNorm1d, so this one header gives every layer.
 #pragma once
 
+#include <concepts>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
 #include "nn/module.h"
 
 namespace ag::nn {
@@ -52,36 +57,33 @@ class LayerNorm : public Module {
   Tensor weight, bias;
 };
 
-// Elementwise activations as modules, for Sequential.
-class Tanh : public Module {
- public:
-  Tanh() : Module("Tanh") {}
-  Tensor forward(const Tensor& x) override { return tanh(x); }
-};
-class ReLU : public Module {
- public:
-  ReLU() : Module("ReLU") {}
-  Tensor forward(const Tensor& x) override { return relu(x); }
-};
-class Sigmoid : public Module {
- public:
-  Sigmoid() : Module("Sigmoid") {}
-  Tensor forward(const Tensor& x) override { return sigmoid(x); }
-};
-class GELU : public Module {
- public:
-  explicit GELU(std::string approximate = "none") : Module("GELU"), approximate(std::move(approximate)) {}
-  Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
-  std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
-  std::string approximate;
-};
+// A module given by value (A deduced from A&& is then a non-reference: an rvalue, to be moved).
+template <class A>
+concept ModuleValue = std::derived_from<A, Module> && std::same_as<A, std::remove_cv_t<A>>;
+// A shared_ptr to a module.
+template <class A>
+concept ModulePtr = std::is_convertible_v<std::remove_cvref_t<A>, std::shared_ptr<Module>>;
 
-// Children named "0", "1", ...; forward chains them.
+// Children named "0", "1", ...; forward chains them. Built from modules by value,
+//   Sequential seq(Linear(4, 8), ReLU(), Linear(8, 2));
+// each moved into a shared_ptr of its own type (shared_ptrs may be mixed in), or from a vector of
+// shared_ptrs, Sequential({std::make_shared<Linear>(4, 8), ...}). A lone Sequential argument is
+// not nested but is the new Sequential (C++ copy elision); nest with push_back.
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
   explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  // At least one by value: all shared_ptrs take the vector form (else {a, b} would be ambiguous).
+  template <class... Ms>
+    requires(((ModuleValue<Ms> || ModulePtr<Ms>) && ...) && (ModuleValue<Ms> || ...))
+  explicit Sequential(Ms&&... modules) : Module("Sequential") {
+    (push_back(std::forward<Ms>(modules)), ...);
+  }
   void push_back(std::shared_ptr<Module> m);
+  template <ModuleValue M>  // moved into a new shared_ptr<M>
+  void push_back(M&& m) {
+    push_back(std::make_shared<M>(std::move(m)));
+  }
   Tensor forward(const Tensor& x) override;
   std::size_t size() const { return named_children().size(); }
   std::shared_ptr<Module> operator[](std::size_t i) const { return named_children().at(i).second; }

@@ -2,6 +2,8 @@
 // child modules, in registration order; names are dotted like PyTorch's (attn.W_query.weight).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -16,12 +18,25 @@ namespace ag::nn {
 // The tensor is detached from any history first.
 Tensor Parameter(const Tensor& data, bool requires_grad = true);
 
+// Named tensors in order: what state_dict() returns and load_state_dict() takes.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// What load_state_dict returns, as PyTorch's _IncompatibleKeys: the module's keys the dict lacks
+// and the dict's keys the module has no place for. Prints as PyTorch's repr.
+struct IncompatibleKeys {
+  std::vector<std::string> missing_keys, unexpected_keys;
+};
+std::ostream& operator<<(std::ostream& os, const IncompatibleKeys& k);
+
 class Module {
  public:
   explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
+  // Movable, so a module built as a value can be moved into a container
+  // (Sequential(Linear(4, 8), ReLU())); the moved-from module is left empty.
+  Module(Module&&) = default;
 
   // Single-input modules override this; Sequential chains it.
   virtual Tensor forward(const Tensor& x);
@@ -44,7 +59,24 @@ class Module {
   std::vector<std::shared_ptr<Module>> children() const;
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
   // Parameters then buffers, each with its dotted name, module by module in registration order.
-  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  NamedTensors state_dict() const;
+  // Copies the dict's tensors into the parameters and buffers of the same names, in place under
+  // no_grad (every handle to them sees the new values; float dtypes convert). A 1-D tensor loads
+  // into a 0-dim one as its first element, as in PyTorch. Throws std::runtime_error with PyTorch's
+  // text ("Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: ...") for
+  // a size mismatch, and with strict also for missing or unexpected keys (a key is unexpected when
+  // the name after its module's prefix is neither a parameter, a buffer nor a child there). Unlike
+  // PyTorch, nothing is copied when it throws. Returns the missing and unexpected keys.
+  IncompatibleKeys load_state_dict(const NamedTensors& state_dict, bool strict = true);
+  // This module ("") and every submodule with its dotted name, depth first in registration order;
+  // a module registered twice appears once, under its first name (PyTorch's named_modules).
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  std::vector<Module*> modules();
+  // Calls fn on every child's subtree (children first), then on this module, as PyTorch does.
+  Module& apply(const std::function<void(Module&)>& fn);
+  // Sets requires_grad on every parameter.
+  Module& requires_grad_(bool requires_grad = true);
 
   // ---- mode and state ----
   virtual void train(bool on = true);
@@ -63,9 +95,18 @@ class Module {
  protected:
   bool training_ = true;
 
+  // Called by load_state_dict on each module before its keys are matched, with the module's key
+  // prefix ("" or "blocks.0.norm."): a module adds the entries a dict may lack (PyTorch's
+  // _load_from_state_dict does this for state dicts without version metadata, as ours are).
+  virtual void fill_state_dict_defaults(const std::string& /*prefix*/, std::map<std::string, Tensor>& /*state_dict*/) const {}
+
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> m);
   void collect(const std::string& prefix, bool params, bool recurse, std::vector<std::pair<std::string, Tensor>>& out) const;
+  // Calls fn(module, prefix) on this module and every submodule, depth first, without skipping a
+  // module registered twice (state_dict and load_state_dict see it under each name, as PyTorch's).
+  void walk(const std::string& prefix, const std::function<void(const Module&, const std::string&)>& fn) const;
+  bool has_own(const std::string& name) const;  // a parameter, buffer or child of that name
 
   std::string type_name_;
   std::vector<std::pair<std::string, Tensor>> params_;
