@@ -13,6 +13,7 @@
 
 #include "golden_io.h"
 #include "optim/lr_scheduler.h"
+#include "test_util.h"
 
 using namespace ag;
 using json = nlohmann::json;
@@ -139,15 +140,6 @@ void compare_params(const std::vector<Tensor>& params, const json& want, double 
   }
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 }  // namespace
 
 TEST(LRScheduler, EveryLrAndMomentumOfEveryScheduleEqualsPyTorch) {
@@ -185,7 +177,7 @@ TEST(LRScheduler, EveryLrAndMomentumOfEveryScheduleEqualsPyTorch) {
     EXPECT_EQ(momentum_mismatches, 0);
     if (c["scheduler"] == "OneCycleLR") {
       ASSERT_EQ(moms.empty(), !c["scheduler_args"].value("cycle_momentum", true));
-      EXPECT_EQ(message_of([&] { s->step(); }), c["step_past_end_error"].get<std::string>());
+      EXPECT_EQ(testutil::error_of([&] { s->step(); }), c["step_past_end_error"].get<std::string>());
     }
     // The updates used the scheduled lr and momentum. SGD and Adam round a few multiply-adds
     // differently from PyTorch's fused ones (ulps apart here).
@@ -278,7 +270,7 @@ TEST(LRScheduler, ErrorsCarryPyTorchsMessages) {
   for (const auto& [name, want] : cases()["errors"].items()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(actions.count(name)) << "no C++ action for the golden error " << name;
-    const std::string got = message_of(actions.at(name)), text = want["message"];
+    const std::string got = testutil::error_of(actions.at(name)), text = want["message"];
     if (want["type"] == "ZeroDivisionError")  // Python's own text, with the scheduler named
       EXPECT_NE(got.find(text), std::string::npos) << got;
     else
@@ -296,11 +288,11 @@ TEST(LRScheduler, OptimizersExposeLrMomentumAndBetasAsParamGroupsDo) {
   EXPECT_FALSE(sgd.betas());
   sgd.set_momentum(0.9);
   EXPECT_EQ(sgd.options().momentum, 0.9);
-  EXPECT_EQ(message_of([&] { sgd.set_momentum(-1); }), "Invalid momentum value: -1.0");
+  EXPECT_EQ(testutil::error_of([&] { sgd.set_momentum(-1); }), "Invalid momentum value: -1.0");
   Adam adam({w});
   EXPECT_EQ(adam.betas(), (std::pair<double, double>{0.9, 0.999}));
   EXPECT_FALSE(adam.momentum());
-  EXPECT_EQ(message_of([&] { adam.set_betas({0.5, 1.0}); }), "Invalid beta parameter at index 1: 1.0");
+  EXPECT_EQ(testutil::error_of([&] { adam.set_betas({0.5, 1.0}); }), "Invalid beta parameter at index 1: 1.0");
   EXPECT_THROW(adam.set_momentum(0.9), std::invalid_argument);
   Adagrad adagrad({w});
   EXPECT_FALSE(adagrad.momentum());
