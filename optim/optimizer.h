@@ -27,7 +27,8 @@ class Optimizer {
   void zero_grad(bool set_to_none = false);
   double lr() const { return lr_; }
   void set_lr(double lr);
-  // param_groups[0]['momentum'] of SGD and RMSprop; nullopt for optimizers without one.
+  // param_groups[0]['momentum'] of SGD and RMSprop; nullopt for optimizers without one. The
+  // setters check values as the constructors do and throw for optimizers without the field.
   virtual std::optional<double> momentum() const { return std::nullopt; }
   virtual void set_momentum(double momentum);
   // param_groups[0]['betas'] of Adam and AdamW; nullopt for optimizers without them.
