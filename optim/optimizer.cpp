@@ -37,15 +37,26 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
+void Optimizer::set_momentum(double) { throw std::invalid_argument("set_momentum: this optimizer has no momentum"); }
+
+void Optimizer::set_betas(std::pair<double, double>) { throw std::invalid_argument("set_betas: this optimizer has no betas"); }
+
+static void check_momentum(double momentum) { require(momentum >= 0.0, "Invalid momentum value: " + py_float_repr(momentum)); }
+
 // ---- SGD ----
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& o) : Optimizer(std::move(params), o.lr.value_or(0.0)), opt_(o) {
   require(o.lr.has_value(), "SGD: lr is required (there is no default learning rate)");
   require(*o.lr >= 0.0, "Invalid learning rate: " + py_float_repr(*o.lr));
-  require(o.momentum >= 0.0, "Invalid momentum value: " + py_float_repr(o.momentum));
+  check_momentum(o.momentum);
   require(o.weight_decay >= 0.0, "Invalid weight_decay value: " + py_float_repr(o.weight_decay));
   require(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "Nesterov momentum requires a momentum and zero dampening");
   momentum_buffer_.resize(params_.size());
+}
+
+void SGD::set_momentum(double momentum) {
+  check_momentum(momentum);
+  opt_.momentum = momentum;
 }
 
 void SGD::step() {
@@ -79,12 +90,21 @@ void SGD::step() {
 
 // ---- Adam / AdamW ----
 
+static void check_betas(std::pair<double, double> betas) {
+  require(betas.first >= 0.0 && betas.first < 1.0, "Invalid beta parameter at index 0: " + py_float_repr(betas.first));
+  require(betas.second >= 0.0 && betas.second < 1.0, "Invalid beta parameter at index 1: " + py_float_repr(betas.second));
+}
+
 static void check_adam(const AdamOptions& o) {
   require(o.lr >= 0.0, "Invalid learning rate: " + py_float_repr(o.lr));
   require(o.eps >= 0.0, "Invalid epsilon value: " + py_float_repr(o.eps));
-  require(o.betas.first >= 0.0 && o.betas.first < 1.0, "Invalid beta parameter at index 0: " + py_float_repr(o.betas.first));
-  require(o.betas.second >= 0.0 && o.betas.second < 1.0, "Invalid beta parameter at index 1: " + py_float_repr(o.betas.second));
+  check_betas(o.betas);
   require(o.weight_decay >= 0.0, "Invalid weight_decay value: " + py_float_repr(o.weight_decay));
+}
+
+void Adam::set_betas(std::pair<double, double> betas) {
+  check_betas(betas);
+  opt_.betas = betas;
 }
 
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& o) : Adam(std::move(params), o, false, "Adam") {}
@@ -92,6 +112,7 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& o) : Adam(std::move(pa
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& o, bool decoupled, const char*)
     : Optimizer(std::move(params), o.lr), opt_(o), decoupled_(decoupled) {
   check_adam(o);
+  step_.assign(params_.size(), 0);
   exp_avg_.resize(params_.size());
   exp_avg_sq_.resize(params_.size());
   max_exp_avg_sq_.resize(params_.size());
@@ -103,16 +124,16 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& o) : Adam(std::move
 
 void Adam::step() {
   NoGradGuard no_grad;
-  ++step_;  // every parameter in this library's optimizers shares one step count
   const double b1 = opt_.betas.first, b2 = opt_.betas.second;
-  const double bias_correction1 = 1 - std::pow(b1, static_cast<double>(step_));
-  const double bias_correction2 = 1 - std::pow(b2, static_cast<double>(step_));
-  const double step_size = lr_ / bias_correction1;
-  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     const Tensor g = p.grad();
     if (!g.defined()) continue;
+    const double step = static_cast<double>(++step_[i]);  // this parameter's state['step']
+    const double bias_correction1 = 1 - std::pow(b1, step);
+    const double bias_correction2 = 1 - std::pow(b2, step);
+    const double step_size = lr_ / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = zeros(p.shape().vec(), p.dtype());
       exp_avg_sq_[i] = zeros(p.shape().vec(), p.dtype());
@@ -146,6 +167,104 @@ void Adam::step() {
       for (int64_t j = 0; j < n; ++j) {
         const T denom = std::sqrt(second[j]) / bc2 + eps;            // (v.sqrt() / bc2_sqrt).add_(eps)
         pp[j] = pp[j] + neg_step * (m[j] / denom);                   // param.addcdiv_(m, denom, -step_size)
+      }
+    });
+    ++p.impl()->storage->version;
+  }
+}
+
+// ---- RMSprop / Adagrad ----
+// PyTorch's CPU kernels round add(x, alpha=a) and addcmul as one fused multiply-add and addcdiv
+// as self + (value * t1) / t2; std::fma and that order reproduce PyTorch's float64 bits.
+
+RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& o) : Optimizer(std::move(params), o.lr), opt_(o) {
+  require(o.lr >= 0.0, "Invalid learning rate: " + py_float_repr(o.lr));
+  require(o.eps >= 0.0, "Invalid epsilon value: " + py_float_repr(o.eps));
+  check_momentum(o.momentum);
+  require(o.weight_decay >= 0.0, "Invalid weight_decay value: " + py_float_repr(o.weight_decay));
+  require(o.alpha >= 0.0, "Invalid alpha value: " + py_float_repr(o.alpha));
+  square_avg_.resize(params_.size());
+  grad_avg_.resize(params_.size());
+  momentum_buffer_.resize(params_.size());
+}
+
+void RMSprop::set_momentum(double momentum) {
+  check_momentum(momentum);
+  opt_.momentum = momentum;
+}
+
+void RMSprop::step() {
+  NoGradGuard no_grad;
+  const bool use_momentum = opt_.momentum > 0;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (!square_avg_[i].defined()) square_avg_[i] = zeros(p.shape().vec(), p.dtype());
+    if (opt_.centered && !grad_avg_[i].defined()) grad_avg_[i] = zeros(p.shape().vec(), p.dtype());
+    // created when momentum first turns positive (PyTorch creates it at the first step)
+    if (use_momentum && !momentum_buffer_[i].defined()) momentum_buffer_[i] = zeros(p.shape().vec(), p.dtype());
+    dispatch_float(p.dtype(), "RMSprop", [&]<typename T>() {
+      T* pp = raw<T>(p, "RMSprop");
+      const T* pg = raw<T>(g, "RMSprop");
+      T* v = square_avg_[i].data_ptr<T>();
+      T* a = opt_.centered ? grad_avg_[i].data_ptr<T>() : nullptr;
+      T* buf = use_momentum ? momentum_buffer_[i].data_ptr<T>() : nullptr;
+      const T alpha = static_cast<T>(opt_.alpha), one_m_alpha = static_cast<T>(1 - opt_.alpha);
+      const T wd = static_cast<T>(opt_.weight_decay), eps = static_cast<T>(opt_.eps);
+      const T mom = static_cast<T>(opt_.momentum), neg_lr = static_cast<T>(-lr_);
+      const int64_t n = p.numel();
+      for (int64_t j = 0; j < n; ++j) {
+        const T grad = opt_.weight_decay != 0.0 ? std::fma(pp[j], wd, pg[j]) : pg[j];  // grad.add(param, alpha=wd)
+        v[j] = std::fma(one_m_alpha * grad, grad, v[j] * alpha);  // square_avg.mul_(alpha).addcmul_(grad, grad, value=1-alpha)
+        T avg;
+        if (a) {
+          a[j] = std::fma(grad, one_m_alpha, a[j] * alpha);  // grad_avg.mul_(alpha).add_(grad, alpha=1-alpha)
+          avg = std::sqrt(std::fma(-a[j], a[j], v[j]));     // square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+        } else {
+          avg = std::sqrt(v[j]);
+        }
+        avg = avg + eps;
+        if (buf) {
+          buf[j] = buf[j] * mom + grad / avg;       // buf.mul_(momentum).addcdiv_(grad, avg)
+          pp[j] = std::fma(buf[j], neg_lr, pp[j]);  // param.add_(buf, alpha=-lr)
+        } else {
+          pp[j] = pp[j] + (neg_lr * grad) / avg;    // param.addcdiv_(grad, avg, value=-lr)
+        }
+      }
+    });
+    ++p.impl()->storage->version;
+  }
+}
+
+Adagrad::Adagrad(std::vector<Tensor> params, const AdagradOptions& o) : Optimizer(std::move(params), o.lr), opt_(o) {
+  require(o.lr >= 0.0, "Invalid learning rate: " + py_float_repr(o.lr));
+  require(o.lr_decay >= 0.0, "Invalid lr_decay value: " + py_float_repr(o.lr_decay));
+  require(o.weight_decay >= 0.0, "Invalid weight_decay value: " + py_float_repr(o.weight_decay));
+  require(o.initial_accumulator_value >= 0.0,
+          "Invalid initial_accumulator_value value: " + py_float_repr(o.initial_accumulator_value));
+  require(o.eps >= 0.0, "Invalid epsilon value: " + py_float_repr(o.eps));
+  for (const Tensor& p : params_) sum_.push_back(full_like(p, o.initial_accumulator_value));  // state['sum']
+  step_.assign(params_.size(), 0);
+}
+
+void Adagrad::step() {
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    const double clr = lr_ / (1 + static_cast<double>(++step_[i] - 1) * opt_.lr_decay);
+    dispatch_float(p.dtype(), "Adagrad", [&]<typename T>() {
+      T* pp = raw<T>(p, "Adagrad");
+      const T* pg = raw<T>(g, "Adagrad");
+      T* sum = sum_[i].data_ptr<T>();
+      const T wd = static_cast<T>(opt_.weight_decay), eps = static_cast<T>(opt_.eps), neg_clr = static_cast<T>(-clr);
+      const int64_t n = p.numel();
+      for (int64_t j = 0; j < n; ++j) {
+        const T grad = opt_.weight_decay != 0.0 ? std::fma(pp[j], wd, pg[j]) : pg[j];  // grad.add(param, alpha=wd)
+        sum[j] = std::fma(grad, grad, sum[j]);                                          // state_sum.addcmul_(grad, grad, value=1)
+        pp[j] = pp[j] + (neg_clr * grad) / (std::sqrt(sum[j]) + eps);                   // param.addcdiv_(grad, std, value=-clr)
       }
     });
     ++p.impl()->storage->version;
