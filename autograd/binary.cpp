@@ -1,8 +1,9 @@
 // Binary elementwise ops with broadcasting and type promotion: + - * / pow, tensor or scalar
-// operands. Backward reduces each gradient back to its input's shape (sum_to). The rules are
+// operands; minimum, maximum and where (three operands broadcast together); comparisons. Backward reduces each gradient back to its input's shape (sum_to). The rules are
 // written in ag ops, so they record their own graph when differentiated with create_graph. The
 // typed loops are in kernels/binary.cpp.
 #include <cmath>
+#include <utility>
 
 #include "autograd/kernels/binary.h"
 #include "autograd/node.h"
@@ -89,6 +90,76 @@ Tensor mul(const Tensor& a, double b) { return binary(Op::Mul, a, scalar_like(a,
 Tensor div(const Tensor& a, double b) { return binary(Op::Div, a, scalar_like(a, b, "div"), "DivBackward0"); }
 Tensor rdiv(const Tensor& a, double b) { return binary(Op::Div, scalar_like(a, b, "div"), a, "MulBackward0"); }
 
+// ---- minimum, maximum, where ----
+
+namespace {
+
+// a and b converted to their common dtype (bool stays bool, as in PyTorch); the conversion is
+// recorded (ToCopyBackward0) when it happens to a tensor that requires grad.
+std::pair<Tensor, Tensor> common_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  detail::check_defined(a, op);
+  detail::check_defined(b, op);
+  const DType dt = promote(a.dtype(), b.dtype());
+  return {a.to(dt), b.to(dt)};
+}
+
+Tensor min_max(const Tensor& a0, const Tensor& b0, bool is_max) {
+  const char* op = is_max ? "maximum" : "minimum";
+  const auto [a, b] = common_dtype(a0, b0, op);
+  const Size shape = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = kernels::min_max(is_max, a, b, shape, a.dtype());
+  if (!needs_grad(a, b)) return out;
+  // y = minimum(a, b)  =>  da = g where a < b, g / 2 where a == b, 0 where a > b; db the mirror
+  // (maximum: the same with > and < swapped). A NaN in either gives both the whole g, as in
+  // PyTorch. The masks are constants: the second derivative is 0.
+  record(out, is_max ? "MaximumBackward0" : "MinimumBackward0", {a, b},
+         [sa = SavedTensor(a), sb = SavedTensor(b), is_max, ga = a.requires_grad(), gb = b.requires_grad()](
+             const Tensor& g) -> Grads {
+           const Tensor a = sa.get(), b = sb.get();
+           const Tensor shared = where(eq(a, b), g / 2.0, g);
+           const Tensor a_loses = is_max ? lt(a, b) : gt(a, b);
+           const Tensor b_loses = is_max ? gt(a, b) : lt(a, b);
+           Tensor da, db;
+           if (ga) da = sum_to(masked_fill(shared, a_loses, 0.0), a.shape());
+           if (gb) db = sum_to(masked_fill(shared, b_loses, 0.0), b.shape());
+           return {da, db};
+         });
+  return out;
+}
+
+}  // namespace
+
+Tensor minimum(const Tensor& a, const Tensor& b) { return min_max(a, b, false); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return min_max(a, b, true); }
+
+Tensor where(const Tensor& cond, const Tensor& a0, const Tensor& b0) {
+  detail::check_defined(cond, "where");
+  if (cond.dtype() != kBool) {
+    throw std::invalid_argument("[where] expected condition to be a boolean tensor, but got a tensor with dtype " +
+                                dtype_name(cond.dtype()));
+  }
+  const auto [a, b] = common_dtype(a0, b0, "where");
+  const Size shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor out = kernels::where(cond, a, b, shape, a.dtype());
+  if (!needs_grad(a, b)) return out;
+  // y = cond ? a : b  =>  da = g where cond, else 0; db = g where not cond, else 0
+  record(out, "WhereBackward0", {a, b},
+         [c = SavedTensor(cond), ga = a.requires_grad(), gb = b.requires_grad(), as = a.shape(), bs = b.shape()](
+             const Tensor& g) -> Grads {
+           const Tensor cond = c.get();
+           Tensor da, db;
+           if (ga) da = sum_to(where(cond, g, 0.0), as);
+           if (gb) db = sum_to(where(cond, 0.0, g), bs);
+           return {da, db};
+         });
+  return out;
+}
+
+// A number becomes a 0-dim tensor as in the arithmetic ops (scalar_like): of the tensor's dtype if
+// that is floating, else int64 for a whole number and float32 otherwise.
+Tensor where(const Tensor& cond, const Tensor& a, double b) { return where(cond, a, scalar_like(a, b, "where")); }
+Tensor where(const Tensor& cond, double a, const Tensor& b) { return where(cond, scalar_like(b, a, "where"), b); }
+
 // ---- comparisons: bool results, no history ----
 
 using kernels::CompareOp;
@@ -108,7 +179,12 @@ Tensor ge(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "ge")
 Tensor le(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "le"), "le", CompareOp::Le); }
 Tensor eq(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "eq"), "eq", CompareOp::Eq); }
 Tensor ne(const Tensor& a, double b) { return compare(a, scalar_like(a, b, "ne"), "ne", CompareOp::Ne); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", CompareOp::Gt); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", CompareOp::Lt); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", CompareOp::Ge); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", CompareOp::Le); }
 Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", CompareOp::Eq); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", CompareOp::Ne); }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_and", CompareOp::And); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_or", CompareOp::Or); }

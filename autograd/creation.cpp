@@ -1,5 +1,5 @@
-// Creation functions: zeros, ones, full, arange, tensor(...) from nested lists, triu/tril. The
-// loops that write the elements are in kernels/creation.cpp.
+// Creation functions: zeros, ones, full, arange, linspace, logspace, eye, tensor(...) from nested
+// lists, triu/tril. The loops that write the elements are in kernels/creation.cpp.
 #include <cmath>
 #include <stdexcept>
 
@@ -48,6 +48,28 @@ Tensor arange(double start, double end, double step, Options o) {
   const bool integral = std::floor(start) == start && std::floor(end) == end && std::floor(step) == step;
   const DType dtype = o.dtype_set ? o.dtype_ : integral ? kInt64 : kFloat32;
   return finish(kernels::arange(start, step, n, dtype), o);
+}
+
+Tensor linspace(double start, double end, int64_t steps, Options o) {
+  if (steps < 0) throw std::invalid_argument("[linspace] number of steps must be non-negative");
+  if (steps == 1) return full({1}, start, o);
+  if (steps == 0) return empty({0}, o);
+  return finish(kernels::linspace(start, end, steps, o.dtype_), o);
+}
+
+Tensor logspace(double start, double end, int64_t steps, double base, Options o) {
+  if (steps < 0) throw std::invalid_argument("[logspace] number of steps must be non-negative");
+  if (steps == 1) return full({1}, std::pow(base, start), o);  // start is not rounded to the dtype first
+  if (steps == 0) return empty({0}, o);
+  return finish(kernels::logspace(start, end, steps, base, o.dtype_), o);
+}
+
+Tensor eye(int64_t n, Options o) { return eye(n, n, o); }
+
+Tensor eye(int64_t n, int64_t m, Options o) {
+  if (n < 0) throw std::invalid_argument("[eye] n must be greater or equal to 0, got " + std::to_string(n));
+  if (m < 0) throw std::invalid_argument("[eye] m must be greater or equal to 0, got " + std::to_string(m));
+  return finish(kernels::eye(n, m, o.dtype_), o);
 }
 
 Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Options o) {

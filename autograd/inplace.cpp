@@ -1,8 +1,14 @@
-// In-place ops: zero_, fill_, add_, mul_, copy_. They are meant for data updates (optimizer
-// steps run them under NoGradGuard); masked_fill_ (masked_fill.cpp) is the differentiable one.
+// In-place ops: zero_, fill_, copy_ (data updates: optimizer steps run them under NoGradGuard) and
+// the arithmetic ones add_, sub_, mul_, div_, clamp_ (and +=, -=, *=, /= in ops.h), which are
+// differentiable as in PyTorch: on a tensor in a graph they record the node of their out-of-place
+// op (AddBackward0, ClampBackward1, ...). masked_fill_ (masked_fill.cpp) is differentiable too.
 #include "autograd/inplace.h"
 
+#include <array>
+#include <functional>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
@@ -12,13 +18,13 @@ namespace ag {
 
 namespace detail {
 
-bool begin_inplace(const Tensor& t, const char* op, bool differentiable) {
-  bool tracked = grad_enabled() && t.requires_grad();
+bool check_inplace(const Tensor& t, const char* op, bool differentiable) {
+  const bool tracked = grad_enabled() && t.requires_grad();
   if (tracked) {
     if (t.is_leaf()) {
-      throw std::runtime_error(std::string("[") + op + "] a leaf tensor of shape " + t.shape().str() +
-                               " that requires grad is being used in an in-place operation; wrap it "
-                               "in NoGradGuard (as optimizers do) or use the out-of-place op");
+      throw std::runtime_error(std::string("[") + op +
+                               "] a leaf Variable that requires grad is being used in an in-place operation. Wrap it in "
+                               "NoGradGuard (as optimizers do) or use the out-of-place op (shape " + t.shape().str() + ")");
     }
     if (!differentiable) {
       throw std::runtime_error(std::string("[") + op + "] in place on a tensor of shape " + t.shape().str() +
@@ -29,6 +35,11 @@ bool begin_inplace(const Tensor& t, const char* op, bool differentiable) {
                                ") of a tensor that requires grad is not supported; use the out-of-place op");
     }
   }
+  return tracked;
+}
+
+bool begin_inplace(const Tensor& t, const char* op, bool differentiable) {
+  const bool tracked = check_inplace(t, op, differentiable);
   ++t.impl()->storage->version;
   return tracked;
 }
@@ -58,61 +69,177 @@ Tensor& Tensor::fill_(double value) {
 
 Tensor& Tensor::zero_() { return fill_(0.0); }
 
-Tensor& Tensor::add_(const Tensor& other, double alpha) {
-  check_no_grad_source(other, "add_");
-  check_broadcastable_into(*this, other, "add_");
-  detail::begin_inplace(*this, "add_", false);
-  dispatch_float(dtype(), "add_", [&]<typename T>() {
-    T* p = static_cast<T*>(impl()->storage->data);
-    Tensor o = other.dtype() == dtype() ? other : other.to(dtype());
-    const T* q = static_cast<const T*>(o.impl()->storage->data);
-    const T a = static_cast<T>(alpha);
-    if (is_contiguous() && o.is_contiguous() && o.shape() == shape()) {  // gradient accumulation: one flat loop
-      T* pp = p + storage_offset();
-      const T* qq = q + o.storage_offset();
-      const int64_t n = numel();
-      if (a == T(1))
-        for (int64_t i = 0; i < n; ++i) pp[i] += qq[i];
-      else
-        for (int64_t i = 0; i < n; ++i) pp[i] += a * qq[i];
-      return;
+namespace {
+
+// PyTorch's spelling of a dtype in "result type Float can't be cast to the desired output type Long".
+const char* type_word(DType t) {
+  switch (t) {
+    case DType::Float32: return "Float";
+    case DType::Float64: return "Double";
+    case DType::Int64: return "Long";
+    case DType::Bool: return "Bool";
+  }
+  return "?";
+}
+
+// An in-place op writes its out-of-place result into self: the result's dtype must cast to self's
+// as PyTorch's canCast allows (no floating point into an integer, nothing but bool into bool).
+void check_castable(DType result, const Tensor& self, const char* op) {
+  const bool ok = result == self.dtype() || (is_floating(self.dtype()) || (self.dtype() == kInt64 && !is_floating(result)));
+  if (!ok) {
+    throw std::runtime_error(std::string("[") + op + "] result type " + type_word(result) +
+                             " can't be cast to the desired output type " + type_word(self.dtype()));
+  }
+}
+
+// self's current value with its history, as the input of the node an in-place op records: an
+// alias of self, or (`copy`) a copy of its values, for a rule that reads self's old value, which
+// the write is about to overwrite (PyTorch saves the original self the same way).
+Tensor value_before(const Tensor& self, bool copy) {
+  Tensor before;
+  if (copy) {
+    before = detail::make_tensor(self.shape(), self.dtype());
+    detail::copy_into(before, self);
+  } else {
+    before = detail::alias(self, self.shape(), self.strides(), self.storage_offset());
+  }
+  before.impl()->grad_fn = self.grad_fn();
+  before.impl()->requires_grad = self.requires_grad();
+  return before;
+}
+
+// self = f(self) in place, where f is the out-of-place op (so values, dtype promotion and the
+// recorded node are f's). `other_requires_grad`: f's other operand is a tensor that requires
+// grad. `reads_self`: f's rule uses self's value (mul and div by a tensor that requires grad,
+// clamp). `fast`, if given, writes the result into self directly when nothing is recorded;
+// otherwise the result is computed out of place and copied in.
+template <class F>
+Tensor& apply_inplace(Tensor& self, const char* op, bool other_requires_grad, bool reads_self, F f,
+                      const std::function<void()>& fast = {}) {
+  detail::check_defined(self, op);
+  const bool tracked = grad_enabled() && (self.requires_grad() || other_requires_grad);
+  if (!tracked) {
+    if (fast) {
+      detail::begin_inplace(self, op, false);
+      fast();
+      return self;
     }
-    Strides so = detail::broadcast_strides(o, shape());
-    detail::walk<2>(shape(), {&strides(), &so}, {storage_offset(), o.storage_offset()},
-                    [&](const std::array<int64_t, 2>& i) { p[i[0]] += a == T(1) ? q[i[1]] : a * q[i[1]]; });
-  });
-  return *this;
+    Tensor r;
+    {
+      NoGradGuard g;
+      r = f(self);
+    }
+    check_castable(r.dtype(), self, op);
+    detail::begin_inplace(self, op, false);
+    detail::copy_into(self, r);
+    return self;
+  }
+  if (!self.requires_grad() && self.impl()->is_view) {
+    throw std::runtime_error(std::string("[") + op + "] in place on a view (shape " + self.shape().str() +
+                             ") with an operand that requires grad is not supported; use the out-of-place op");
+  }
+  detail::check_inplace(self, op, true);  // a leaf or a view that requires grad: refused
+  Tensor r = f(value_before(self, reads_self));
+  check_castable(r.dtype(), self, op);
+  r = r.to(self.dtype());
+  detail::begin_inplace(self, op, true);
+  detail::copy_into(self, r);
+  self.impl()->grad_fn = r.grad_fn();
+  self.impl()->requires_grad = true;
+  return self;
+}
+
+bool requires_grad_of(const Tensor& t) { return t.defined() && t.requires_grad(); }
+
+// The fast loop of add_ and mul_ by a tensor of self's floating dtype: out[i] = f(out[i], other[i]).
+template <class F>
+std::function<void()> same_dtype_loop(Tensor& self, const Tensor& other, F f) {
+  if (!is_floating(self.dtype()) || other.dtype() != self.dtype()) return {};
+  return [&self, &other, f] {
+    dispatch_float(self.dtype(), "in-place", [&]<typename T>() {
+      T* p = static_cast<T*>(self.impl()->storage->data);
+      const T* q = static_cast<const T*>(other.impl()->storage->data);
+      if (self.is_contiguous() && other.is_contiguous() && other.shape() == self.shape()) {  // gradient accumulation: one flat loop
+        T* pp = p + self.storage_offset();
+        const T* qq = q + other.storage_offset();
+        const int64_t n = self.numel();
+        for (int64_t i = 0; i < n; ++i) pp[i] = f(pp[i], qq[i]);
+        return;
+      }
+      Strides so = detail::broadcast_strides(other, self.shape());
+      detail::walk<2>(self.shape(), {&self.strides(), &so}, {self.storage_offset(), other.storage_offset()},
+                      [&](const std::array<int64_t, 2>& i) { p[i[0]] = f(p[i[0]], q[i[1]]); });
+    });
+  };
+}
+
+// The fast loop of an op with a number on self's floating dtype.
+template <class F>
+std::function<void()> scalar_loop(Tensor& self, F f) {
+  if (!is_floating(self.dtype())) return {};
+  return [&self, f] {
+    dispatch_float(self.dtype(), "in-place", [&]<typename T>() { detail::for_each_inplace<T>(self, [&](T& x) { x = f(x); }); });
+  };
+}
+
+}  // namespace
+
+// self += alpha other  (AddBackward0)
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  detail::check_defined(other, "add_");
+  check_broadcastable_into(*this, other, "add_");
+  auto f = [&](const Tensor& self) { return alpha == 1.0 ? add(self, other) : add(self, mul(other, alpha)); };
+  return apply_inplace(*this, "add_", requires_grad_of(other), false, f,
+                       alpha == 1.0 ? same_dtype_loop(*this, other, [](auto x, auto y) { return x + y; })
+                                    : same_dtype_loop(*this, other, [a = alpha](auto x, auto y) { return x + static_cast<decltype(x)>(a) * y; }));
+}
+
+// self -= alpha other  (SubBackward0)
+Tensor& Tensor::sub_(const Tensor& other, double alpha) {
+  detail::check_defined(other, "sub_");
+  check_broadcastable_into(*this, other, "sub_");
+  auto f = [&](const Tensor& self) { return alpha == 1.0 ? sub(self, other) : sub(self, mul(other, alpha)); };
+  return apply_inplace(*this, "sub_", requires_grad_of(other), false, f);
+}
+
+// self *= other  (MulBackward0; other's gradient is g * self's old value)
+Tensor& Tensor::mul_(const Tensor& other) {
+  detail::check_defined(other, "mul_");
+  check_broadcastable_into(*this, other, "mul_");
+  return apply_inplace(*this, "mul_", requires_grad_of(other), requires_grad_of(other),
+                       [&](const Tensor& self) { return mul(self, other); },
+                       same_dtype_loop(*this, other, [](auto x, auto y) { return x * y; }));
+}
+
+// self /= other  (DivBackward0; other's gradient reads self's old value)
+Tensor& Tensor::div_(const Tensor& other) {
+  detail::check_defined(other, "div_");
+  check_broadcastable_into(*this, other, "div_");
+  return apply_inplace(*this, "div_", requires_grad_of(other), requires_grad_of(other),
+                       [&](const Tensor& self) { return div(self, other); });
 }
 
 Tensor& Tensor::add_(double value) {
-  detail::begin_inplace(*this, "add_", false);
-  dispatch_float(dtype(), "add_", [&]<typename T>() {
-    detail::for_each_inplace<T>(*this, [v = static_cast<T>(value)](T& x) { x += v; });
-  });
-  return *this;
+  return apply_inplace(*this, "add_", false, false, [value](const Tensor& self) { return add(self, value); },
+                       scalar_loop(*this, [value](auto x) { return x + static_cast<decltype(x)>(value); }));
 }
 
-Tensor& Tensor::mul_(const Tensor& other) {
-  check_no_grad_source(other, "mul_");
-  check_broadcastable_into(*this, other, "mul_");
-  detail::begin_inplace(*this, "mul_", false);
-  dispatch_float(dtype(), "mul_", [&]<typename T>() {
-    T* p = static_cast<T*>(impl()->storage->data);
-    Tensor o = other.dtype() == dtype() ? other : other.to(dtype());
-    const T* q = static_cast<const T*>(o.impl()->storage->data);
-    Strides so = detail::broadcast_strides(o, shape());
-    detail::walk<2>(shape(), {&strides(), &so}, {storage_offset(), o.storage_offset()},
-                    [&](const std::array<int64_t, 2>& i) { p[i[0]] *= q[i[1]]; });
-  });
-  return *this;
+Tensor& Tensor::sub_(double value) {
+  return apply_inplace(*this, "sub_", false, false, [value](const Tensor& self) { return sub(self, value); });
 }
 
 Tensor& Tensor::mul_(double value) {
-  detail::begin_inplace(*this, "mul_", false);
-  dispatch_float(dtype(), "mul_", [&]<typename T>() {
-    detail::for_each_inplace<T>(*this, [v = static_cast<T>(value)](T& x) { x *= v; });
-  });
-  return *this;
+  return apply_inplace(*this, "mul_", false, false, [value](const Tensor& self) { return mul(self, value); },
+                       scalar_loop(*this, [value](auto x) { return x * static_cast<decltype(x)>(value); }));
+}
+
+Tensor& Tensor::div_(double value) {
+  return apply_inplace(*this, "div_", false, false, [value](const Tensor& self) { return div(self, value); });
+}
+
+// self = clamp(self, min, max)  (ClampBackward1; the rule's mask reads self's old value)
+Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
+  return apply_inplace(*this, "clamp_", false, true, [min, max](const Tensor& self) { return clamp(self, min, max); });
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {

@@ -10,5 +10,7 @@ namespace ag::detail {
 // backward. Returns true if the caller must record a backward node (differentiable op on a
 // non-leaf). Bumps the storage version, so tensors saved for backward notice the write.
 bool begin_inplace(const Tensor& t, const char* op, bool differentiable);
+// The same checks without the version bump.
+bool check_inplace(const Tensor& t, const char* op, bool differentiable);
 
 }  // namespace ag::detail

@@ -23,6 +23,15 @@ Tensor full(const DimVector& shape, double value, Options o = {});
 // cannot tell 5.0 from 5 once converted, so arange(0.0, 5.0) is int64; give kFloat32 for floats).
 Tensor arange(double end, Options o = {});
 Tensor arange(double start, double end, double step = 1.0, Options o = {});
+// torch.linspace / torch.logspace: `steps` points from start to end (float32 unless a dtype is
+// given), the same values as PyTorch's bit for bit (float32, float64 and int64; see
+// kernels/creation.h). logspace gives base^v for those points.
+Tensor linspace(double start, double end, int64_t steps, Options o = {});
+Tensor logspace(double start, double end, int64_t steps, double base = 10.0, Options o = {});
+// torch.eye: (n, n) or (n, m) with ones on the diagonal
+Tensor eye(int64_t n, Options o = {});
+Tensor eye(int64_t n, int64_t m, Options o = {});
+// rand_like, randn_like, randint_like: random.h
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
@@ -58,6 +67,20 @@ Tensor tensor(const NestedList& data, Options o = {});
 Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Options o = {});
 Tensor from_vector(const std::vector<float>& data, const DimVector& shape, Options o = {});
 Tensor from_vector(const std::vector<int64_t>& data, const DimVector& shape, Options o = kInt64);
+// A 1-D tensor from a std::vector, dtype inferred as tensor({...}) infers it: float32 from float
+// or double, int64 from integers, bool from bool (a braced list goes to tensor(NestedList)).
+template <class T>
+  requires std::is_arithmetic_v<T>
+Tensor tensor(const std::vector<T>& data, Options o = {}) {
+  const auto n = static_cast<int64_t>(data.size());
+  if constexpr (std::is_same_v<T, bool>) {
+    return from_vector(std::vector<double>(data.begin(), data.end()), {n}, o.dtype_set ? o : o.dtype(kBool));
+  } else if constexpr (std::is_integral_v<T>) {
+    return from_vector(std::vector<int64_t>(data.begin(), data.end()), {n}, o.dtype_set ? o : o.dtype(kInt64));
+  } else {
+    return from_vector(std::vector<double>(data.begin(), data.end()), {n}, o);
+  }
+}
 Tensor triu(const Tensor& t, int64_t diagonal = 0);
 Tensor tril(const Tensor& t, int64_t diagonal = 0);
 
@@ -104,6 +127,40 @@ Tensor relu(const Tensor& t);
 Tensor erf(const Tensor& t);
 // approximate: "none" (erf, the default) or "tanh"
 Tensor gelu(const Tensor& t, const std::string& approximate = "none");
+// Integer inputs give float32 (as in PyTorch): sin, cos, log1p, expm1, rsqrt, reciprocal (and exp,
+// log, sqrt, tanh, sigmoid, erf above).
+Tensor sin(const Tensor& t);
+Tensor cos(const Tensor& t);
+Tensor log1p(const Tensor& t);
+Tensor expm1(const Tensor& t);
+Tensor rsqrt(const Tensor& t);
+Tensor reciprocal(const Tensor& t);
+// Integers stay integers: abs (bool refused), sign (bool stays bool), square (bool gives int64;
+// a float square is pow(t, 2), grad_fn PowBackward0).
+Tensor abs(const Tensor& t);
+Tensor sign(const Tensor& t);  // gradient 0 everywhere (SignBackward0)
+Tensor square(const Tensor& t);
+// clamp: at least one bound. An integer tensor stays int64 unless a bound has a fraction (then
+// float32). Gradient g where min <= t <= max, bounds included. A NaN bound: clamp with both
+// bounds gives NaN everywhere, with one it is ignored; clamp_min / clamp_max give NaN (PyTorch).
+Tensor clamp(const Tensor& t, std::optional<double> min, std::optional<double> max = std::nullopt);
+Tensor clamp_min(const Tensor& t, double min);
+Tensor clamp_max(const Tensor& t, double max);
+// Activations (floating point only, as in PyTorch; torch.nn.functional's defaults)
+Tensor softplus(const Tensor& t, double beta = 1.0, double threshold = 20.0);  // x where beta x > threshold
+Tensor silu(const Tensor& t);
+Tensor leaky_relu(const Tensor& t, double negative_slope = 0.01);
+Tensor elu(const Tensor& t, double alpha = 1.0);
+// Elementwise min / max of two tensors broadcast together, in their common dtype; a NaN in either
+// gives NaN; at ties each input gets half the gradient.
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+// cond ? a : b, with cond a bool tensor and all three broadcast together, in a and b's common
+// dtype. A number is a 0-dim tensor of the other operand's dtype if that is floating, else int64
+// for a whole number and float32 otherwise.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor where(const Tensor& cond, double a, const Tensor& b);
 
 // comparisons give bool tensors (no gradient)
 Tensor gt(const Tensor& a, double b);
@@ -112,7 +169,12 @@ Tensor ge(const Tensor& a, double b);
 Tensor le(const Tensor& a, double b);
 Tensor eq(const Tensor& a, double b);
 Tensor ne(const Tensor& a, double b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& t);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
@@ -288,5 +350,14 @@ inline Tensor operator<=(const Tensor& a, double b) { return le(a, b); }
 inline Tensor operator==(const Tensor& a, double b) { return eq(a, b); }
 inline Tensor operator!=(const Tensor& a, double b) { return ne(a, b); }
 inline Tensor operator~(const Tensor& a) { return logical_not(a); }
+// In place, as Python's a += b (differentiable: see Tensor::add_)
+inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+inline Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+inline Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
+inline Tensor& operator-=(Tensor& a, double b) { return a.sub_(b); }
+inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
+inline Tensor& operator/=(Tensor& a, double b) { return a.div_(b); }
 
 }  // namespace ag

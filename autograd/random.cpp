@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "autograd/inplace.h"
 #include "autograd/kernels/common.h"
@@ -116,6 +117,42 @@ void block_normal(T* d, int64_t n, double mean, double std, Generator& g) {
 Tensor finish(Tensor t, const Options& o) {
   if (o.requires_grad_) t.requires_grad_(true);
   return t;
+}
+
+// Integers in [low, high) into t's elements in memory order (section 7): low + (one draw % range),
+// two draws (random64) when the range needs 33 bits or more.
+void random_from_to(const Tensor& t, int64_t low, int64_t high, Generator& g, const char* op) {
+  if (!(low < high)) {
+    throw std::invalid_argument(std::string("[") + op + "] expects low < high, but got low=" + std::to_string(low) +
+                                " high=" + std::to_string(high));
+  }
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  const std::vector<int64_t> offs = memory_order(t);
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* d = static_cast<T*>(t.impl()->storage->data);
+    for (int64_t o : offs) {
+      const uint64_t v = range >= (1ULL << 32) ? g.random64() % range : g.random() % range;
+      d[o] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + v));
+    }
+  });
+}
+
+// PyTorch's empty_like (preserve_format): t's strides if its elements (the dims of size > 1,
+// ordered by stride) tile memory with no gap or overlap, else contiguous.
+Tensor empty_like_layout(const Tensor& t, const Options& o) {
+  const DType dt = o.dtype_set ? o.dtype_ : t.dtype();
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) dims.emplace_back(t.stride(d), t.size(d));
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  bool dense = t.numel() > 0;
+  for (const auto& [stride, size] : dims) {
+    dense = dense && stride == expected;
+    expected *= size;
+  }
+  if (!dense || t.is_contiguous()) return detail::make_tensor(t.shape(), dt);
+  return detail::alias(detail::make_tensor(Size{t.numel()}, dt), t.shape(), t.strides(), 0);
 }
 
 }  // namespace
@@ -245,26 +282,36 @@ Tensor& bernoulli_(Tensor& t, double p, Generator* gen) {
 }
 
 Tensor randint(int64_t low, int64_t high, const DimVector& shape, Options o, Generator* gen) {
-  if (!(low < high)) {
-    throw std::invalid_argument("[randint] expects low < high, but got low=" + std::to_string(low) +
-                                " high=" + std::to_string(high));
-  }
-  Generator& g = pick(gen);
   Tensor t = detail::make_tensor(Size(shape), o.dtype_);
-  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  dispatch_all(o.dtype_, [&]<typename T>() {
-    T* d = t.data_ptr<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const uint64_t v = range >= (1ULL << 32) ? g.random64() % range : g.random() % range;
-      d[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + v));
-    }
-  });
+  random_from_to(t, low, high, pick(gen), "randint");
   return finish(t, o);
 }
 
 Tensor randint(int64_t high, const DimVector& shape, Options o, Generator* gen) {
   return randint(0, high, shape, o, gen);
 }
+
+Tensor rand_like(const Tensor& t, Options o, Generator* gen) {
+  Tensor r = empty_like_layout(t, o);
+  uniform_(r, 0.0, 1.0, gen);
+  r.impl()->storage->version = 0;
+  return finish(r, o);
+}
+
+Tensor randn_like(const Tensor& t, Options o, Generator* gen) {
+  Tensor r = empty_like_layout(t, o);
+  normal_(r, 0.0, 1.0, gen);
+  r.impl()->storage->version = 0;
+  return finish(r, o);
+}
+
+Tensor randint_like(const Tensor& t, int64_t low, int64_t high, Options o, Generator* gen) {
+  Tensor r = empty_like_layout(t, o);
+  random_from_to(r, low, high, pick(gen), "randint_like");
+  return finish(r, o);
+}
+
+Tensor randint_like(const Tensor& t, int64_t high, Options o, Generator* gen) { return randint_like(t, 0, high, o, gen); }
 
 Tensor randperm(int64_t n, Options o, Generator* gen) {
   if (n < 0) throw std::invalid_argument("[randperm] n must be non-negative, got " + std::to_string(n));

@@ -20,6 +20,14 @@ Tensor randn(const DimVector& shape, Options o = {}, Generator* gen = nullptr);
 // torch.randint(low, high, shape): integers in [low, high), int64 unless another dtype is given.
 Tensor randint(int64_t low, int64_t high, const DimVector& shape, Options o = kInt64, Generator* gen = nullptr);
 Tensor randint(int64_t high, const DimVector& shape, Options o = kInt64, Generator* gen = nullptr);
+// torch.rand_like, randn_like, randint_like: random values of t's shape and dtype (unless o gives
+// a dtype), drawn as PyTorch draws them: into an uninitialized tensor with t's strides when t's
+// elements tile memory densely (a transposed matrix, for one; PyTorch's empty_like), else a
+// contiguous one, filled in memory order.
+Tensor rand_like(const Tensor& t, Options o = {}, Generator* gen = nullptr);
+Tensor randn_like(const Tensor& t, Options o = {}, Generator* gen = nullptr);
+Tensor randint_like(const Tensor& t, int64_t high, Options o = {}, Generator* gen = nullptr);
+Tensor randint_like(const Tensor& t, int64_t low, int64_t high, Options o = {}, Generator* gen = nullptr);
 // torch.randperm(n): a random permutation of 0..n-1.
 Tensor randperm(int64_t n, Options o = kInt64, Generator* gen = nullptr);
 

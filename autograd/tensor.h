@@ -201,13 +201,22 @@ class Tensor {
   Tensor unflatten(int64_t dim, const DimVector& sizes) const;
 
   // ---- in place (bump the storage version) ----
-  Tensor& masked_fill_(const Tensor& mask, double value);  // differentiable on non-leaf tensors
+  // zero_, fill_, copy_ are data updates (refused on a tensor that requires grad outside
+  // NoGradGuard). masked_fill_ and the arithmetic ones are differentiable as in PyTorch: on a
+  // non-leaf (or with an operand that requires grad) they record their out-of-place op's node.
+  // A leaf that requires grad is refused outside NoGradGuard, as in PyTorch.
+  Tensor& masked_fill_(const Tensor& mask, double value);
   Tensor& zero_();
   Tensor& fill_(double value);
-  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& add_(const Tensor& other, double alpha = 1.0);  // self += alpha other
   Tensor& add_(double value);
+  Tensor& sub_(const Tensor& other, double alpha = 1.0);  // self -= alpha other
+  Tensor& sub_(double value);
   Tensor& mul_(const Tensor& other);
   Tensor& mul_(double value);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(double value);
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max = std::nullopt);
   Tensor& copy_(const Tensor& src);
 
  private:

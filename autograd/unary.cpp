@@ -1,8 +1,11 @@
 // Unary elementwise ops: neg, exp, log, sqrt, tanh, sigmoid, relu, erf, gelu, pow with a scalar
-// exponent. Each rule is written in ag ops, so a backward pass that records its graph
-// (create_graph) can be differentiated again; the loops (forward, and the same rule as one fused
-// pass for when nothing is recorded) are in kernels/unary.cpp.
+// exponent, sin, cos, log1p, expm1, rsqrt, reciprocal, sign, abs, square, clamp (and clamp_min,
+// clamp_max), softplus, silu, leaky_relu, elu. Each rule is written in ag ops, so a backward pass
+// that records its graph (create_graph) can be differentiated again; the loops (forward, and for
+// some rules the same rule as one fused pass for when nothing is recorded) are in
+// kernels/unary.cpp.
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "autograd/kernels/unary.h"
@@ -161,6 +164,172 @@ Tensor pow(const Tensor& x, double e) {
         [e](const Tensor& g, const Tensor& x) { return kernels::pow_backward(g, x, e); });
   }
   return y;
+}
+
+// ---- trigonometric, log/exp variants, reciprocals ----
+
+namespace {
+
+enum class Saved { Input, Output };
+
+// y = forward(x) for the op `op`, recording the node `name` whose rule is dx = rule(g, s), with s
+// the input x or the output y.
+template <class Forward, class Rule>
+Tensor unary_op(const Tensor& x, const char* op, const char* name, Forward forward, Saved saved, Rule rule) {
+  detail::check_defined(x, op);
+  Tensor y = forward(x);
+  if (needs_grad(x)) {
+    record(y, name, {x}, [s = saved == Saved::Input ? SavedTensor(x) : SavedTensor(y, true), rule](const Tensor& g) -> Grads {
+      return {rule(g, s.get())};
+    });
+  }
+  return y;
+}
+
+}  // namespace
+
+// y = sin(x)  =>  dx = g cos(x)
+Tensor sin(const Tensor& x) {
+  return unary_op(x, "sin", "SinBackward0", kernels::sin, Saved::Input, [](const Tensor& g, const Tensor& x) { return g * cos(x); });
+}
+
+// y = cos(x)  =>  dx = g (-sin(x))
+Tensor cos(const Tensor& x) {
+  return unary_op(x, "cos", "CosBackward0", kernels::cos, Saved::Input, [](const Tensor& g, const Tensor& x) { return g * -sin(x); });
+}
+
+// y = log(1 + x)  =>  dx = g / (x + 1)
+Tensor log1p(const Tensor& x) {
+  return unary_op(x, "log1p", "Log1PBackward0", kernels::log1p, Saved::Input,
+                  [](const Tensor& g, const Tensor& x) { return g / (x + 1.0); });
+}
+
+// y = exp(x) - 1  =>  dx = g (y + 1)
+Tensor expm1(const Tensor& x) {
+  return unary_op(x, "expm1", "Expm1Backward0", kernels::expm1, Saved::Output,
+                  [](const Tensor& g, const Tensor& y) { return g * (y + 1.0); });
+}
+
+// y = x^(-1/2)  =>  dx = -0.5 g y^3
+Tensor rsqrt(const Tensor& x) {
+  return unary_op(x, "rsqrt", "RsqrtBackward0", kernels::rsqrt, Saved::Output,
+                  [](const Tensor& g, const Tensor& y) { return g * pow(y, 3.0) * -0.5; });
+}
+
+// y = 1 / x  =>  dx = -g y^2
+Tensor reciprocal(const Tensor& x) {
+  return unary_op(x, "reciprocal", "ReciprocalBackward0", kernels::reciprocal, Saved::Output,
+                  [](const Tensor& g, const Tensor& y) { return -g * (y * y); });
+}
+
+// ---- sign, abs, square: integers stay integers ----
+
+Tensor sign(const Tensor& x) {
+  detail::check_defined(x, "sign");
+  Tensor y = kernels::sign(x);
+  // y = sign(x) is piecewise constant  =>  dx = 0 (PyTorch's SignBackward0 gives zeros, also at 0)
+  if (needs_grad(x)) record(y, "SignBackward0", {x}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  return y;
+}
+
+// y = |x|  =>  dx = g sign(x)  (0 at x = 0 and at NaN, as in PyTorch)
+Tensor abs(const Tensor& x) {
+  return unary_op(x, "abs", "AbsBackward0", kernels::abs, Saved::Input, [](const Tensor& g, const Tensor& x) { return g * sign(x); });
+}
+
+// PyTorch's square is pow(x, 2): same values and grad_fn (PowBackward0); integers (and bools)
+// give int64.
+Tensor square(const Tensor& x) {
+  detail::check_defined(x, "square");
+  return is_floating(x.dtype()) ? pow(x, 2.0) : kernels::square_int(x);
+}
+
+// ---- clamp ----
+
+namespace {
+
+// The dtype clamp computes in: x's if floating; for integers int64, or float32 if a bound has a
+// fraction or is NaN (C++ cannot tell 1.0 from 1: whole bounds keep integers integers).
+Tensor clamp_input(const Tensor& x, std::optional<double> lo, std::optional<double> hi, const char* op) {
+  detail::check_defined(x, op);
+  if (is_floating(x.dtype())) return x;
+  auto whole = [](std::optional<double> v) { return !v || std::floor(*v) == *v; };
+  return x.to(whole(lo) && whole(hi) ? kInt64 : kFloat32);
+}
+
+// The clamped values; NaN everywhere if `nan_fill` (a NaN bound that PyTorch does not ignore).
+Tensor clamp_values(const Tensor& x, std::optional<double> lo, std::optional<double> hi, bool nan_fill) {
+  if (nan_fill) return full(x.shape().vec(), std::nan(""), x.dtype());
+  return kernels::clamp(x, lo, hi);
+}
+
+// y = clamp(x, lo, hi)  =>  dx = g where lo <= x <= hi (bounds included), else 0; a missing
+// bound is no condition. x's mask is constant, so the second derivative is 0.
+Tensor clamp_grad(const Tensor& g, const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  Tensor inside;
+  if (lo) inside = ge(x, *lo);
+  if (hi) inside = inside.defined() ? logical_and(inside, le(x, *hi)) : le(x, *hi);
+  return where(inside, g, 0.0);
+}
+
+Tensor clamp_impl(const Tensor& x, std::optional<double> lo, std::optional<double> hi, const char* op,
+                  const char* grad_name, bool nan_fill) {
+  return unary_op(
+      clamp_input(x, lo, hi, op), op, grad_name, [&](const Tensor& x) { return clamp_values(x, lo, hi, nan_fill); },
+      Saved::Input, [lo, hi](const Tensor& g, const Tensor& x) { return clamp_grad(g, x, lo, hi); });
+}
+
+bool is_nan(std::optional<double> v) { return v && std::isnan(*v); }
+
+}  // namespace
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  if (!min && !max) throw std::invalid_argument("[clamp] At least one of 'min' or 'max' must not be None");
+  // both bounds given and one is NaN: NaN everywhere; a single NaN bound is ignored (as PyTorch)
+  return clamp_impl(x, min, max, "clamp", "ClampBackward1", min && max && (is_nan(min) || is_nan(max)));
+}
+
+Tensor clamp_min(const Tensor& x, double min) {
+  return clamp_impl(x, min, std::nullopt, "clamp_min", "ClampMinBackward0", std::isnan(min));
+}
+
+Tensor clamp_max(const Tensor& x, double max) {
+  return clamp_impl(x, std::nullopt, max, "clamp_max", "ClampMaxBackward0", std::isnan(max));
+}
+
+// ---- activations (floating point only, as in PyTorch) ----
+
+// y = log(1 + exp(beta x)) / beta, or x where beta x > threshold
+//   =>  dx = g where beta x > threshold, else g sigmoid(beta x)  (= g z / (z + 1), z = exp(beta x))
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return unary_op(
+      x, "softplus", "SoftplusBackward0", [&](const Tensor& x) { return kernels::softplus(x, beta, threshold); }, Saved::Input,
+      [beta, threshold](const Tensor& g, const Tensor& x) {
+        const Tensor bx = x * beta;
+        return where(gt(bx, threshold), g, g * sigmoid(bx));
+      });
+}
+
+// y = x s, s = sigmoid(x)  =>  dx = g s (1 + x (1 - s))
+Tensor silu(const Tensor& x) {
+  return unary_op(x, "silu", "SiluBackward0", kernels::silu, Saved::Input, [](const Tensor& g, const Tensor& x) {
+    const Tensor s = sigmoid(x);
+    return g * s * (1.0 + x * (1.0 - s));
+  });
+}
+
+// y = x where x > 0, else slope x  =>  dx = g where x > 0, else slope g (slope g at 0)
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return unary_op(
+      x, "leaky_relu", "LeakyReluBackward0", [&](const Tensor& x) { return kernels::leaky_relu(x, negative_slope); },
+      Saved::Input, [negative_slope](const Tensor& g, const Tensor& x) { return where(gt(x, 0.0), g, g * negative_slope); });
+}
+
+// y = x where x > 0, else alpha (exp(x) - 1)  =>  dx = g where x > 0, else g alpha exp(x)
+// (exp of min(x, 0): the branch not taken never overflows, so no inf * 0 in the second order)
+Tensor elu(const Tensor& x, double alpha) {
+  return unary_op(x, "elu", "EluBackward0", [&](const Tensor& x) { return kernels::elu(x, alpha); }, Saved::Input,
+                  [alpha](const Tensor& g, const Tensor& x) { return where(gt(x, 0.0), g, g * alpha * exp(clamp_max(x, 0.0))); });
 }
 
 }  // namespace ag

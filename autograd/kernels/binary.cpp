@@ -1,6 +1,7 @@
 // Kernels of the binary elementwise ops and comparisons; their rules are in binary.cpp.
 #include "autograd/kernels/binary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -33,6 +34,30 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Size& shape, 
       case BinaryOp::Div: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x / y; });
       default: return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
     }
+  });
+}
+
+Tensor min_max(bool is_max, const Tensor& a, const Tensor& b, const Size& shape, DType dt) {
+  return dispatch_all(dt, [&]<typename T>() {
+    // NaN propagates (x != x); otherwise std::min / std::max, which keep a on ties (-0.0 vs 0.0)
+    if (is_max) return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x != x ? x : y != y ? y : std::max(x, y); });
+    return detail::map_binary<T, T, T>(a, b, shape, dt, [](T x, T y) { return x != x ? x : y != y ? y : std::min(x, y); });
+  });
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Size& shape, DType dt) {
+  return dispatch_all(dt, [&]<typename T>() {
+    Tensor out = detail::make_tensor(shape, dt);
+    T* po = out.data_ptr<T>();
+    const auto* pc = static_cast<const uint8_t*>(cond.impl()->storage->data);
+    const T* pa = static_cast<const T*>(a.impl()->storage->data);
+    const T* pb = static_cast<const T*>(b.impl()->storage->data);
+    const Strides sc = detail::broadcast_strides(cond, shape), sa = detail::broadcast_strides(a, shape),
+                  sb = detail::broadcast_strides(b, shape);
+    int64_t i = 0;
+    detail::walk<3>(shape, {&sc, &sa, &sb}, {cond.storage_offset(), a.storage_offset(), b.storage_offset()},
+                    [&](const std::array<int64_t, 3>& o) { po[i++] = pc[o[0]] ? pa[o[1]] : pb[o[2]]; });
+    return out;
   });
 }
 

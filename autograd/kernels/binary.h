@@ -14,6 +14,12 @@ const char* op_name(BinaryOp op);
 // add, sub and mul.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Size& shape, DType dt);
 
+// out = minimum(a, b) or maximum(a, b) (is_max), a and b of dtype dt (any) broadcast to shape;
+// a NaN in either gives NaN.
+Tensor min_max(bool is_max, const Tensor& a, const Tensor& b, const Size& shape, DType dt);
+// out = cond ? a : b, cond bool, a and b of dtype dt, all three broadcast to shape.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Size& shape, DType dt);
+
 enum class CompareOp { Gt, Lt, Ge, Le, Eq, Ne, And, Or };
 // bool out = a cmp b, a and b of dtype dt broadcast to shape (And, Or: both nonzero, either one)
 Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const Size& shape, DType dt);

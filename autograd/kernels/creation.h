@@ -13,6 +13,15 @@ namespace ag::kernels {
 
 // (n): start + i * step, computed in double and cast to dtype
 Tensor arange(double start, double step, int64_t n, DType dtype);
+// torch.linspace's (steps) values bit for bit (steps >= 2): start + step i for i < steps / 2, end -
+// step (steps - 1 - i) after, with PyTorch's AVX2 kernel's vector lanes and fused multiply-adds
+// (float32, float64, int64).
+Tensor linspace(double start, double end, int64_t steps, DType dtype);
+// torch.logspace's (steps) values bit for bit (steps >= 2): base^e for e computed as in linspace
+// but in double, without vector lanes or fused multiply-adds (float32, float64, int64).
+Tensor logspace(double start, double end, int64_t steps, double base, DType dtype);
+// (n, m) zeros with ones on the main diagonal
+Tensor eye(int64_t n, int64_t m, DType dtype);
 // data (shape.numel() values) in row-major order, cast to dtype (to bool: nonzero)
 Tensor from_vector(const std::vector<double>& data, const Size& shape, DType dtype);
 Tensor from_vector(const std::vector<int64_t>& data, const Size& shape, DType dtype);

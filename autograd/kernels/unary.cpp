@@ -1,7 +1,10 @@
 // Kernels of the unary elementwise ops; their rules and formulas are in unary.cpp.
 #include "autograd/kernels/unary.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <stdexcept>
 
 #include "autograd/kernels/common.h"
 
@@ -19,6 +22,19 @@ template <class F>
 Tensor map_float(const Tensor& x, const char* op, F f) {
   const Tensor xf = is_floating(x.dtype()) ? x : x.detach().to(kFloat32);
   return dispatch_float(xf.dtype(), op, [&]<typename T>() { return detail::map_unary<T, T>(xf, xf.dtype(), [&](T v) { return f(v); }); });
+}
+
+// out = f(x) in x's own dtype, floating or int64 (abs, sign and clamp keep integers integers).
+template <class F>
+Tensor map_same(const Tensor& x, const char* op, F f) {
+  if (x.dtype() == kInt64) return detail::map_unary<int64_t, int64_t>(x, kInt64, [&](int64_t v) { return f(v); });
+  return dispatch_float(x.dtype(), op, [&]<typename T>() { return detail::map_unary<T, T>(x, x.dtype(), [&](T v) { return f(v); }); });
+}
+
+// out = f(x) for floating x; integers are refused, as PyTorch refuses them (softplus, silu, ...).
+template <class F>
+Tensor map_floating(const Tensor& x, const char* op, F f) {
+  return dispatch_float(x.dtype(), op, [&]<typename T>() { return detail::map_unary<T, T>(x, x.dtype(), [&](T v) { return f(v); }); });
 }
 
 // out = f(g, s) elementwise over a gradient and a saved tensor of the same shape.
@@ -57,6 +73,61 @@ Tensor pow(const Tensor& x, double e) {
     if (e == 2.0) return v * v;
     if (e == 0.5) return std::sqrt(v);
     return static_cast<T>(std::pow(v, static_cast<T>(e)));
+  });
+}
+
+Tensor sin(const Tensor& x) { return map_float(x, "sin", [](auto v) { return std::sin(v); }); }
+Tensor cos(const Tensor& x) { return map_float(x, "cos", [](auto v) { return std::cos(v); }); }
+Tensor log1p(const Tensor& x) { return map_float(x, "log1p", [](auto v) { return std::log1p(v); }); }
+Tensor expm1(const Tensor& x) { return map_float(x, "expm1", [](auto v) { return std::expm1(v); }); }
+Tensor rsqrt(const Tensor& x) { return map_float(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); }); }
+Tensor reciprocal(const Tensor& x) { return map_float(x, "reciprocal", [](auto v) { return decltype(v)(1) / v; }); }
+
+Tensor abs(const Tensor& x) {
+  if (x.dtype() == kBool) throw std::invalid_argument("[abs] not implemented for torch.bool");
+  return map_same(x, "abs", [](auto v) { return std::abs(v); });
+}
+
+// (0 < x) - (x < 0): NaN and -0.0 give +0.0, as in PyTorch
+Tensor sign(const Tensor& x) {
+  if (x.dtype() == kBool) return detail::map_unary<uint8_t, uint8_t>(x, kBool, [](uint8_t v) { return v; });
+  return map_same(x, "sign", [](auto v) { return static_cast<decltype(v)>((0 < v) - (v < 0)); });
+}
+
+Tensor square_int(const Tensor& x) {
+  const Tensor xi = x.dtype() == kInt64 ? x : x.detach().to(kInt64);
+  return detail::map_unary<int64_t, int64_t>(xi, kInt64, [](int64_t v) { return v * v; });
+}
+
+// std::max(v, lo) keeps v when v is NaN or equal (so -0.0 stays -0.0), and a NaN bound is ignored.
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  return map_same(x, "clamp", [lo, hi](auto v) {
+    using T = decltype(v);
+    if (lo) v = std::max(v, static_cast<T>(*lo));
+    if (hi) v = std::min(v, static_cast<T>(*hi));
+    return v;
+  });
+}
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return map_floating(x, "softplus", [beta, threshold](auto v) {
+    using T = decltype(v);
+    const T b = static_cast<T>(beta);
+    return v * b > static_cast<T>(threshold) ? v : std::log1p(std::exp(v * b)) / b;
+  });
+}
+
+Tensor silu(const Tensor& x) { return map_floating(x, "silu", [](auto v) { return v / (1 + std::exp(-v)); }); }
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return map_floating(x, "leaky_relu", [negative_slope](auto v) { return v > 0 ? v : v * static_cast<decltype(v)>(negative_slope); });
+}
+
+// PyTorch's kernel computes exp(x) - 1, not expm1(x)
+Tensor elu(const Tensor& x, double alpha) {
+  return map_floating(x, "elu", [alpha](auto v) {
+    using T = decltype(v);
+    return v <= 0 ? (std::exp(v) - 1) * static_cast<T>(alpha) : v;
   });
 }
 

@@ -5,6 +5,8 @@
 // it).
 #pragma once
 
+#include <optional>
+
 #include "autograd/tensor.h"
 
 namespace ag::kernels {
@@ -19,6 +21,23 @@ Tensor relu(const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor gelu(const Tensor& x, bool tanh_approx);
 Tensor pow(const Tensor& x, double e);
+// integers compute in float32, as in PyTorch
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+// integers stay integers (bool: square gives int64, sign bool, abs refuses)
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor square_int(const Tensor& x);  // int64 or bool x -> int64 x * x (float squares are pow(x, 2))
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi);  // x's dtype
+// floating point only
+Tensor softplus(const Tensor& x, double beta, double threshold);
+Tensor silu(const Tensor& x);
+Tensor leaky_relu(const Tensor& x, double negative_slope);
+Tensor elu(const Tensor& x, double alpha);
 
 // dx from the output gradient g and the saved value (y = the op's output, or x its input)
 Tensor exp_backward(const Tensor& g, const Tensor& y);      // g y
