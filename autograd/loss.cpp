@@ -68,11 +68,20 @@ Tensor named(Tensor loss, const char* grad_fn) {
   return loss;
 }
 
+// The losses take floating point input, as PyTorch's.
+void check_floating(const Tensor& input, const char* op) {
+  if (!input.is_floating_point()) {
+    throw std::invalid_argument(std::string("[") + op + "] expected a floating point input, got " +
+                                dtype_name(input.dtype()) + " of shape " + input.shape().str());
+  }
+}
+
 // Unlike PyTorch, which warns and broadcasts, the elementwise losses refuse input and target shapes
 // that differ: broadcasting a (N) target against an (N, 1) input is almost always a bug.
 void same_shapes(const Tensor& input, const Tensor& target, const char* op) {
   detail::check_defined(input, op);
   detail::check_defined(target, op);
+  check_floating(input, op);
   if (input.shape() != target.shape()) {
     detail::shape_error(op, "input shape " + input.shape().str() + " and target shape " + target.shape().str() + " differ");
   }
@@ -110,6 +119,7 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, 
   detail::check_defined(logp, "nll_loss");
   detail::check_defined(target, "nll_loss");
   const Reduction r = parse_reduction(reduction, "nll_loss");
+  check_floating(logp, "nll_loss");
   if (logp.dim() > 2) return over_spatial_dims(logp, target, r, "nll_loss", [&](const Tensor& x, const Tensor& t) {
       return nll_loss(x, t, ignore_index, reduction);
     });
@@ -203,6 +213,79 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
   same_shapes(input, target, "mse_loss");
   const Tensor d = sub(input, target);
   return named(reduce(mul(d, d), r), "MseLossBackward0");
+}
+
+// |input - target|, reduced. PyTorch 1.13 composes it too (AbsBackward0, then Sum/MeanBackward0).
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  const Reduction r = parse_reduction(reduction, "l1_loss");
+  same_shapes(input, target, "l1_loss");
+  return reduce(abs(sub(input, target)), r);
+}
+
+// d = input - target: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (l1_loss for beta 0)
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
+  const Reduction r = parse_reduction(reduction, "smooth_l1_loss");
+  same_shapes(input, target, "smooth_l1_loss");
+  if (beta < 0) throw std::invalid_argument("[smooth_l1_loss] smooth_l1_loss does not support negative values for beta.");
+  if (beta == 0) return named(l1_loss(input, target, reduction), "SmoothL1LossBackward0");
+  const Tensor d = sub(input, target), ad = abs(d);
+  return named(reduce(where(lt(ad, beta), d * d * (0.5 / beta), ad - 0.5 * beta), r), "SmoothL1LossBackward0");
+}
+
+// d = input - target: 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere
+Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double delta) {
+  const Reduction r = parse_reduction(reduction, "huber_loss");
+  same_shapes(input, target, "huber_loss");
+  if (!(delta > 0)) throw std::invalid_argument("[huber_loss] huber_loss does not support non-positive values for delta.");
+  const Tensor d = sub(input, target), ad = abs(d);
+  return named(reduce(where(lt(ad, delta), d * d * 0.5, (ad - 0.5 * delta) * delta), r), "HuberLossBackward0");
+}
+
+// -w (t log(x) + (1 - t) log(1 - x)), each log clamped to >= -100 as PyTorch does
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction) {
+  const Reduction r = parse_reduction(reduction, "binary_cross_entropy");
+  same_shapes(input, target, "binary_cross_entropy");
+  if (input.numel() > 0) {
+    NoGradGuard no_grad;
+    if (!(min(input).item() >= 0.0 && max(input).item() <= 1.0)) {
+      throw std::invalid_argument("[binary_cross_entropy] all elements of input should be between 0 and 1 (input " +
+                                  input.shape().str() + ")");
+    }
+  }
+  Tensor l = neg(target * clamp_min(log(input), -100.0) + rsub(target, 1.0) * clamp_min(log(rsub(input, 1.0)), -100.0));
+  if (weight.defined()) l = l * weight;
+  return named(reduce(l, r), "BinaryCrossEntropyBackward0");
+}
+
+// PyTorch's stable form, with m = max(-x, 0) and lw = 1 + (pos_weight - 1) t (1 without pos_weight):
+//   w ((1 - t) x + lw (log(exp(-m) + exp(-x - m)) + m))
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const std::string& reduction, const Tensor& pos_weight) {
+  const Reduction r = parse_reduction(reduction, "binary_cross_entropy_with_logits");
+  same_shapes(input, target, "binary_cross_entropy_with_logits");
+  const Tensor m = clamp_min(neg(input), 0.0);
+  const Tensor log_sum = log(exp(neg(m)) + exp(neg(input) - m));  // log(1 + exp(-x)) - m
+  const Tensor linear_part = rsub(target, 1.0) * input;
+  Tensor l = pos_weight.defined() ? linear_part + ((pos_weight - 1.0) * target + 1.0) * (log_sum + m) : linear_part + m + log_sum;
+  if (weight.defined()) l = l * weight;
+  return named(reduce(l, r), "BinaryCrossEntropyWithLogitsBackward0");
+}
+
+// input holds log-probabilities; target probabilities (log-probabilities with log_target):
+//   t log(t) - t x  (0 where t = 0), or exp(t) (t - x). "batchmean" divides the sum by the batch size.
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction, bool log_target) {
+  const bool batchmean = reduction == "batchmean";
+  const Reduction r = batchmean ? Reduction::Sum : parse_reduction(reduction, "kl_div");
+  same_shapes(input, target, "kl_div");
+  Tensor l;
+  if (log_target) {
+    l = exp(target) * (target - input);
+  } else {
+    const Tensor t_log_t = target * log(where(gt(target, 0.0), target, 1.0));  // xlogy(t, t)
+    l = t_log_t - target * input;
+  }
+  const Tensor out = reduce(l, r);
+  return batchmean && input.dim() > 0 ? out / static_cast<double>(input.size(0)) : out;
 }
 
 }  // namespace ag

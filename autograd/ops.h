@@ -326,6 +326,18 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
                 const std::string& reduction = "mean");
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean", double beta = 1.0);
+Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean", double delta = 1.0);
+// input probabilities in [0, 1] (checked); optional weight broadcast over the elements
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            const std::string& reduction = "mean");
+// input logits; pos_weight (C) weighs the positive targets of each class
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                        const std::string& reduction = "mean", const Tensor& pos_weight = {});
+// input log-probabilities; reduction also "batchmean" (the sum over the batch size, the true KL
+// divergence; "mean" averages over every element, as PyTorch)
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean", bool log_target = false);
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 

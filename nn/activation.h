@@ -49,6 +49,38 @@ class Softmax : public Module {
   std::optional<int64_t> dim;
 };
 
+// x * sigmoid(x)
+class SiLU : public Module {
+ public:
+  SiLU() : Module("SiLU") {}
+  Tensor forward(const Tensor& x) override { return silu(x); }
+};
+
+// Flattens dims start_dim..end_dim into one (PyTorch's defaults keep the batch dim).
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor& x) override { return flatten(x, start_dim, end_dim); }
+  std::string extra_repr() const override {
+    return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
+  }
+  int64_t start_dim, end_dim;
+};
+
+// Splits dim into the given sizes (one may be -1).
+class Unflatten : public Module {
+ public:
+  Unflatten(int64_t dim, DimVector sizes) : Module("Unflatten"), dim(dim), sizes(std::move(sizes)) {}
+  Tensor forward(const Tensor& x) override { return unflatten(x, dim, sizes); }
+  std::string extra_repr() const override {
+    std::string s = "dim=" + std::to_string(dim) + ", unflattened_size=(";
+    for (std::size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+    return s + (sizes.size() == 1 ? ",)" : ")");
+  }
+  int64_t dim;
+  DimVector sizes;
+};
+
 // Returns its input (the same tensor).
 class Identity : public Module {
  public:

@@ -10,6 +10,7 @@
 
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
+#include "nn/loss.h"
 #include "nn/module.h"
 
 namespace ag::nn {

@@ -275,7 +275,8 @@ std::vector<OpInfo> matmuls() {
       {.name = "linear",
        .torch = "F.linear(x[0], x[1], x[2])",
        .fn = [](auto& x) { return linear(x[0], x[1], x[2]); },
-       .samples = {{{{3, 4}, {2, 4}, {2}}}, {{{1, 1}, {3, 1}, {3}}}, {{{0, 2}, {3, 2}, {3}}}},
+       .samples = {{{{3, 4}, {2, 4}, {2}}}, {{{1, 1}, {3, 1}, {3}}}, {{{0, 2}, {3, 2}, {3}}}, {{{4}, {2, 4}, {2}}},
+                   {{{2, 3, 4}, {2, 4}, {2}}}, {{{1, 2, 3, 4}, {2, 4}, {2}}}},
        .floating_only = false,
        // the pool tensor as the input (fresh weight and bias) or as the weight (fresh input)
        .fuzz = unary_step(2,
@@ -293,7 +294,7 @@ std::vector<OpInfo> matmuls() {
       {.name = "linear_no_bias",
        .torch = "F.linear(x[0], x[1])",
        .fn = [](auto& x) { return linear(x[0], x[1]); },
-       .samples = {{{{3, 4}, {2, 4}}}},
+       .samples = {{{{3, 4}, {2, 4}}}, {{{4}, {2, 4}}}, {{{2, 3, 4}, {2, 4}}}},
        .floating_only = false,
        .int64_gap = kIntMatmulGap},
   };

@@ -227,7 +227,9 @@ TEST(ActivationsGolden, OutputsAndReprsMatchPyTorch) {
       {"GELU()", std::make_shared<GELU>()},         {"GELU('tanh')", std::make_shared<GELU>("tanh")},
       {"Sigmoid()", std::make_shared<Sigmoid>()},   {"Softmax(1)", std::make_shared<Softmax>(1)},
       {"Softmax(0)", std::make_shared<Softmax>(0)}, {"Softmax(-1)", std::make_shared<Softmax>(-1)},
-      {"Softmax()", std::make_shared<Softmax>()},   {"Identity()", std::make_shared<Identity>()}};
+      {"Softmax()", std::make_shared<Softmax>()},   {"Identity()", std::make_shared<Identity>()},
+      {"SiLU()", std::make_shared<SiLU>()},         {"Flatten()", std::make_shared<Flatten>()},
+      {"Flatten(0, 1)", std::make_shared<Flatten>(0, 1)}};
   ASSERT_EQ(a.at("cases").size(), modules.size());
   for (const json& c : a.at("cases")) {
     const std::string name = c.at("module");
@@ -236,7 +238,7 @@ TEST(ActivationsGolden, OutputsAndReprsMatchPyTorch) {
     EXPECT_EQ(m.repr(), c.at("repr").get<std::string>());
     for (const char* key : {"2", "3", "1"}) {
       Tensor x = from_json(a.at(std::string("x") + key), kFloat32);
-      if (!c.contains(std::string("y") + key)) {  // Softmax(1) on 1-D input
+      if (!c.contains(std::string("y") + key)) {  // Softmax(1), Flatten on 1-D input
         EXPECT_NE(error_of([&] { m(x); }).find("out of range"), std::string::npos);
         continue;
       }
@@ -257,6 +259,40 @@ TEST(ReprGolden, SequentialOfTheNewModulesPrintsLikePyTorch) {
   EXPECT_EQ(BatchNorm1d(4).repr(), r.at("batchnorm_default").get<std::string>());
   EXPECT_EQ(BatchNorm1d(16, 0.001, 0.01, false).repr(), r.at("batchnorm_options").get<std::string>());
   EXPECT_EQ(BatchNorm1d(2, 1e-7, std::nullopt, true, false).repr(), r.at("batchnorm_cumulative").get<std::string>());
+  EXPECT_EQ(Unflatten(1, {2, 2}).repr(), r.at("unflatten").get<std::string>());
+  EXPECT_EQ(Unflatten(0, {4}).repr(), r.at("unflatten_one").get<std::string>());
+}
+
+TEST(LossModules, PrintLikePyTorchAndCallTheFunctionalLossWithTheirOptions) {
+  const json& r = golden_data().at("reprs");
+  Sequential losses(std::vector<std::shared_ptr<Module>>{
+      std::make_shared<L1Loss>(), std::make_shared<MSELoss>("sum"), std::make_shared<CrossEntropyLoss>(-100, "mean", 0.1),
+      std::make_shared<NLLLoss>(), std::make_shared<BCELoss>(), std::make_shared<BCEWithLogitsLoss>(Tensor(), "mean", ones({3})),
+      std::make_shared<SmoothL1Loss>("mean", 0.5), std::make_shared<HuberLoss>("mean", 2.0), std::make_shared<KLDivLoss>("batchmean")});
+  std::string want = r.at("losses").get<std::string>();
+  want.replace(0, std::string("ModuleList").size(), "Sequential");  // the same list; ag has no ModuleList
+  EXPECT_EQ(losses.repr(), want);
+  // the weights are buffers, in PyTorch's order
+  BCEWithLogitsLoss weighted(ones({3}), "mean", ones({3}));
+  std::vector<std::string> keys;
+  for (const auto& [name, t] : weighted.state_dict()) keys.push_back(name);
+  EXPECT_EQ(keys, r.at("bce_with_logits_state").get<std::vector<std::string>>());
+  // forward is the functional loss with the module's options
+  manual_seed(0);
+  const Tensor x = randn({4, 3}, kFloat64), y = randn({4, 3}, kFloat64), t = tensor({0, 2, -100, 1});
+  auto same = [](const Tensor& a, const Tensor& b) { return testutil::bit_mismatches<double>(a, b) == 0; };
+  EXPECT_TRUE(same(CrossEntropyLoss(-100, "sum", 0.1)(x, t), cross_entropy(x, t, -100, "sum", 0.1)));
+  EXPECT_TRUE(same(CrossEntropyLoss(2)(x, tensor({0, 2, 2, 1})), cross_entropy(x, tensor({0, 2, 2, 1}), 2)));
+  EXPECT_TRUE(same(MSELoss("none")(x, y), mse_loss(x, y, "none")));
+  EXPECT_TRUE(same(L1Loss("sum")(x, y), l1_loss(x, y, "sum")));
+  EXPECT_TRUE(same(HuberLoss("none", 0.3)(x, y), huber_loss(x, y, "none", 0.3)));
+  EXPECT_TRUE(same(SmoothL1Loss("sum", 0.3)(x, y), smooth_l1_loss(x, y, "sum", 0.3)));
+  EXPECT_TRUE(same(BCEWithLogitsLoss(ones({3}) * 2.0, "none", ones({3}) * 3.0)(x, sigmoid(y)),
+                   binary_cross_entropy_with_logits(x, sigmoid(y), ones({3}) * 2.0, "none", ones({3}) * 3.0)));
+  EXPECT_TRUE(same(BCELoss(Tensor(), "sum")(sigmoid(x), sigmoid(y)), binary_cross_entropy(sigmoid(x), sigmoid(y), {}, "sum")));
+  EXPECT_TRUE(same(KLDivLoss("batchmean")(log_softmax(x, 1), softmax(y, 1)), kl_div(log_softmax(x, 1), softmax(y, 1), "batchmean")));
+  EXPECT_TRUE(same(NLLLoss(-100, "none")(log_softmax(x, 1), t), nll_loss(log_softmax(x, 1), t, -100, "none")));
+  EXPECT_THROW(MSELoss("avg")(x, y), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------- Sequential from values

@@ -110,11 +110,12 @@ def activations():
         ("Tanh()", nn.Tanh()), ("ReLU()", nn.ReLU()), ("GELU()", nn.GELU()), ("GELU('tanh')", nn.GELU("tanh")),
         ("Sigmoid()", nn.Sigmoid()), ("Softmax(1)", nn.Softmax(dim=1)), ("Softmax(0)", nn.Softmax(dim=0)),
         ("Softmax(-1)", nn.Softmax(dim=-1)), ("Softmax()", nn.Softmax()), ("Identity()", nn.Identity()),
+        ("SiLU()", nn.SiLU()), ("Flatten()", nn.Flatten()), ("Flatten(0, 1)", nn.Flatten(0, 1)),
     ]
     out = {"x2": T(x2), "x3": T(x3), "x1": T(x1), "cases": []}
     for name, m in mods:
         row = {"module": name, "repr": repr(m), "y2": T(m(x2)), "y3": T(m(x3))}
-        if name != "Softmax(1)":  # dim 1 does not exist on the 1-D input
+        if name not in ("Softmax(1)", "Flatten()", "Flatten(0, 1)"):  # no dim 1 on the 1-D input
             row["y1"] = T(m(x1))
         out["cases"].append(row)
     return out
@@ -131,6 +132,12 @@ def reprs():
         "batchnorm_default": repr(nn.BatchNorm1d(4)),
         "batchnorm_options": repr(nn.BatchNorm1d(16, eps=0.001, momentum=0.01, affine=False)),
         "batchnorm_cumulative": repr(nn.BatchNorm1d(2, eps=1e-7, momentum=None, track_running_stats=False)),
+        "unflatten": repr(nn.Unflatten(1, (2, 2))),
+        "unflatten_one": repr(nn.Unflatten(0, (4,))),
+        "losses": repr(nn.ModuleList([nn.L1Loss(), nn.MSELoss(reduction="sum"), nn.CrossEntropyLoss(label_smoothing=0.1),
+                                      nn.NLLLoss(), nn.BCELoss(), nn.BCEWithLogitsLoss(pos_weight=torch.ones(3)),
+                                      nn.SmoothL1Loss(beta=0.5), nn.HuberLoss(delta=2.0), nn.KLDivLoss(reduction="batchmean")])),
+        "bce_with_logits_state": list(nn.BCEWithLogitsLoss(weight=torch.ones(3), pos_weight=torch.ones(3)).state_dict().keys()),
     }
 
 
