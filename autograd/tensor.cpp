@@ -2,7 +2,9 @@
 // of the free-function ops.
 #include "autograd/tensor.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
@@ -23,6 +25,78 @@ Tensor make_tensor(const Size& shape, DType dtype) {
   check_rank(shape);
   return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype)),
                                         shape, contiguous_strides(shape), 0, dtype));
+}
+
+Tensor make_tensor(const Size& shape, const Strides& strides, DType dtype) {
+  check_rank(shape);
+  return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype)),
+                                        shape, strides, 0, dtype));
+}
+
+// Dense: the elements fill their storage span with no gap or overlap, in some order of the dims.
+static bool non_overlapping_and_dense(const Tensor& t) {
+  if (t.is_contiguous()) return true;
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.shape()[d] != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](int64_t x, int64_t y) { return t.stride(x) < t.stride(y); });
+  int64_t expected = 1;
+  for (int64_t d : dims) {
+    if (t.stride(d) != expected) return false;
+    expected *= t.shape()[d];
+  }
+  return true;
+}
+
+Strides elementwise_strides(const Size& shape, std::initializer_list<const Tensor*> inputs) {
+  bool all_contiguous = true, same_dense_strides = true;
+  const Tensor& first = **inputs.begin();
+  for (const Tensor* t : inputs) {
+    if (t->shape() != shape) {
+      all_contiguous = same_dense_strides = false;
+      break;
+    }
+    all_contiguous = all_contiguous && t->is_contiguous();
+    same_dense_strides = same_dense_strides && t->strides() == first.strides() && non_overlapping_and_dense(*t);
+  }
+  if (all_contiguous) return contiguous_strides(shape);
+  if (same_dense_strides) return first.strides();
+  // TensorIterator's reorder_dimensions: an insertion sort of the dims, innermost first, by the
+  // strides of the inputs in order (a broadcast dim says nothing; at equal strides the smaller dim
+  // goes inner), then dense strides in that order
+  const std::size_t n = static_cast<std::size_t>(shape.size());
+  std::vector<Strides> st;
+  for (const Tensor* t : inputs) st.push_back(broadcast_strides(*t, shape));
+  auto should_swap = [&](std::size_t d0, std::size_t d1) {
+    for (const Strides& s : st) {
+      if (s[d0] == 0 || s[d1] == 0) continue;
+      if (s[d0] < s[d1]) return -1;
+      if (s[d0] > s[d1]) return 1;
+      if (shape[static_cast<int64_t>(d0)] > shape[static_cast<int64_t>(d1)]) return 1;
+    }
+    return 0;
+  };
+  std::vector<std::size_t> perm(n);
+  for (std::size_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  for (std::size_t i = 1; i < n; ++i) {
+    std::size_t d1 = i;
+    for (std::size_t d0 = i; d0-- > 0;) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  Strides out(n);
+  int64_t stride = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[perm[i]] = stride;
+    stride *= shape[static_cast<int64_t>(perm[i])];
+  }
+  return out;
 }
 
 Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset) {

@@ -250,3 +250,35 @@ TEST(Traps, AnEmptyTensorIsContiguousWhateverItsStrides) {
   EXPECT_EQ(c.grad_fn(), v.grad_fn());  // the same tensor, no copy
   EXPECT_TRUE(leaf({2, 0, 4}).is_contiguous());
 }
+
+TEST(Traps, ElementwiseResultsTakePyTorchsLayout) {
+  // results used to be contiguous whatever the inputs, so .view(-1) of exp(x.t()) worked where
+  // PyTorch raises; now they are laid out as TensorIterator lays them out
+  const Tensor a34 = randn({3, 4}, kFloat64), b34 = randn({3, 4}, kFloat64);
+  const Tensor a43t = randn({4, 3}, kFloat64).t(), b43t = randn({4, 3}, kFloat64).t();
+  const Tensor p234 = randn({4, 2, 3}, kFloat64).permute({1, 2, 0});
+  const std::vector<std::pair<std::string, Tensor>> cases = {
+      {"layout_exp_transposed", exp(a43t)},
+      {"layout_scalar_mul_transposed", a43t * 2.0},
+      {"layout_transposed_plus_transposed", a43t + b43t},
+      {"layout_transposed_plus_contiguous", a43t + b34},
+      {"layout_contiguous_plus_transposed", a34 + b43t},
+      {"layout_transposed_plus_row", a43t + randn({4}, kFloat64)},
+      {"layout_transposed_times_0d", a43t * tensor(2.0, kFloat64)},
+      {"layout_permuted_neg", -p234},
+      {"layout_permuted_plus_broadcast", p234 + randn({3, 1}, kFloat64)},
+      {"layout_sliced_plus_one", randn({3, 8}, kFloat64).slice(1, std::nullopt, std::nullopt, 2) + 1.0},
+      {"layout_transposed_gt", a43t > 0.0},
+      {"layout_expanded_times_transposed", randn({3, 1}, kFloat64).expand({3, 4}) * a43t},
+  };
+  for (const auto& [name, y] : cases) {
+    SCOPED_TRACE(name);
+    const auto& want = traps_golden().at(name);
+    EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
+    EXPECT_EQ(std::vector<int64_t>(y.strides().begin(), y.strides().end()), want.at("strides").get<std::vector<int64_t>>());
+    EXPECT_EQ(error_of([&] { y.view({-1}); }) == "(no exception)", want.at("view_ok").get<bool>());
+  }
+  // the values are those of the contiguous computation
+  EXPECT_EQ(testutil::bit_mismatches<double>(exp(a43t), exp(a43t.contiguous())), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(a43t + b34, a43t.contiguous() + b34), 0);
+}

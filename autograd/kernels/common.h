@@ -2,7 +2,9 @@
 // Nothing here records autograd history.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <cstring>
 #include <memory>
 
@@ -12,6 +14,15 @@ namespace ag::detail {
 
 // A new contiguous, uninitialized tensor.
 Tensor make_tensor(const Size& shape, DType dtype);
+// A new uninitialized tensor with the given dense strides (e.g. from elementwise_strides).
+Tensor make_tensor(const Size& shape, const Strides& strides, DType dtype);
+
+// The layout PyTorch's TensorIterator gives the result of an elementwise op over `inputs`
+// broadcast to `shape`: contiguous when every input is contiguous of that shape; the inputs' own
+// strides when they all share them and are dense (a transposed input gives a transposed result);
+// otherwise dense strides ordering the dims as the inputs' strides do, the first input deciding
+// first. So .view() of a result succeeds or fails as in PyTorch.
+Strides elementwise_strides(const Size& shape, std::initializer_list<const Tensor*> inputs);
 
 // A tensor sharing t's storage with a new layout (no history).
 Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset);
@@ -76,41 +87,65 @@ void walk(const Size& shape, const std::array<const Strides*, N>& st, std::array
   }
 }
 
-// out[i] = f(a[i]) over any strides; out is a new contiguous tensor of dtype `out_dtype`.
+// walk over the dims of `out` in its memory order (outermost first), so a result laid out like
+// its inputs (e.g. both transposed) is one contiguous loop; st[0] must be out's strides.
+template <std::size_t N, class F>
+void walk_in_memory_order(const Size& shape, const std::array<const Strides*, N>& st, const std::array<int64_t, N>& off, F&& f) {
+  const std::size_t n = static_cast<std::size_t>(shape.size());
+  std::array<std::size_t, 64> order{};
+  for (std::size_t d = 0; d < n; ++d) order[d] = d;
+  const Strides& so = *st[0];
+  std::stable_sort(order.begin(), order.begin() + n, [&](std::size_t x, std::size_t y) { return so[x] > so[y]; });
+  Size ps;
+  std::array<Strides, N> pst;
+  for (std::size_t d = 0; d < n; ++d) {
+    ps.vec().push_back(shape[static_cast<int64_t>(order[d])]);
+    for (std::size_t k = 0; k < N; ++k) pst[k].push_back((*st[k])[order[d]]);
+  }
+  std::array<const Strides*, N> pp{};
+  for (std::size_t k = 0; k < N; ++k) pp[k] = &pst[k];
+  walk<N>(ps, pp, off, f);
+}
+
+// out[i] = f(a[i]) over any strides; out is a new tensor of dtype `out_dtype` laid out as
+// elementwise_strides says (contiguous unless a is dense and not contiguous).
 template <class TOut, class TIn, class F>
 Tensor map_unary(const Tensor& a, DType out_dtype, F&& f) {
-  Tensor out = make_tensor(a.shape(), out_dtype);
-  TOut* po = out.data_ptr<TOut>();
   const TIn* pa = static_cast<const TIn*>(a.impl()->storage->data);
   if (a.is_contiguous()) {
+    Tensor out = make_tensor(a.shape(), out_dtype);
+    TOut* po = out.data_ptr<TOut>();
     pa += a.storage_offset();
     const int64_t n = a.numel();
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i]);
     return out;
   }
-  int64_t i = 0;
-  walk<1>(a.shape(), {&a.strides()}, {a.storage_offset()}, [&](const std::array<int64_t, 1>& o) { po[i++] = f(pa[o[0]]); });
+  Tensor out = make_tensor(a.shape(), elementwise_strides(a.shape(), {&a}), out_dtype);
+  TOut* po = out.data_ptr<TOut>();
+  walk_in_memory_order<2>(a.shape(), {&out.strides(), &a.strides()}, {0, a.storage_offset()},
+                          [&](const std::array<int64_t, 2>& o) { po[o[0]] = f(pa[o[1]]); });
   return out;
 }
 
-// out = f(a, b) with a and b broadcast to `shape`.
+// out = f(a, b) with a and b broadcast to `shape`, laid out as elementwise_strides says.
 template <class TOut, class TA, class TB, class F>
 Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out_dtype, F&& f) {
-  Tensor out = make_tensor(shape, out_dtype);
-  TOut* po = out.data_ptr<TOut>();
   const TA* pa = static_cast<const TA*>(a.impl()->storage->data);
   const TB* pb = static_cast<const TB*>(b.impl()->storage->data);
   if (a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape) {
+    Tensor out = make_tensor(shape, out_dtype);
+    TOut* po = out.data_ptr<TOut>();
     pa += a.storage_offset();
     pb += b.storage_offset();
     const int64_t n = out.numel();
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
     return out;
   }
+  Tensor out = make_tensor(shape, elementwise_strides(shape, {&a, &b}), out_dtype);
+  TOut* po = out.data_ptr<TOut>();
   Strides sa = broadcast_strides(a, shape), sb = broadcast_strides(b, shape);
-  int64_t i = 0;
-  walk<2>(shape, {&sa, &sb}, {a.storage_offset(), b.storage_offset()},
-          [&](const std::array<int64_t, 2>& o) { po[i++] = f(pa[o[0]], pb[o[1]]); });
+  walk_in_memory_order<3>(shape, {&out.strides(), &sa, &sb}, {0, a.storage_offset(), b.storage_offset()},
+                          [&](const std::array<int64_t, 3>& o) { po[o[0]] = f(pa[o[1]], pb[o[2]]); });
   return out;
 }
 

@@ -67,6 +67,34 @@ empty_view = leaf(4, 3)[:, :0]
 add("contiguous_empty_view", empty_view.contiguous())
 cases["contiguous_empty_view"]["is_contiguous"] = empty_view.is_contiguous()
 
+# the layout of elementwise results (TensorIterator's): strides, and whether .view(-1) works
+def layout(name, y):
+    try:
+        y.view(-1)
+        view_ok = True
+    except RuntimeError:
+        view_ok = False
+    cases[name] = {"strides": list(y.stride()), "shape": list(y.shape), "view_ok": view_ok}
+
+
+a34 = torch.randn(3, 4, dtype=torch.float64)
+b34 = torch.randn(3, 4, dtype=torch.float64)
+a43t = torch.randn(4, 3, dtype=torch.float64).t()
+b43t = torch.randn(4, 3, dtype=torch.float64).t()
+p234 = torch.randn(4, 2, 3, dtype=torch.float64).permute(1, 2, 0)
+layout("layout_exp_transposed", torch.exp(a43t))
+layout("layout_scalar_mul_transposed", a43t * 2)
+layout("layout_transposed_plus_transposed", a43t + b43t)
+layout("layout_transposed_plus_contiguous", a43t + b34)
+layout("layout_contiguous_plus_transposed", a34 + b43t)
+layout("layout_transposed_plus_row", a43t + torch.randn(4, dtype=torch.float64))
+layout("layout_transposed_times_0d", a43t * torch.tensor(2.0, dtype=torch.float64))
+layout("layout_permuted_neg", -p234)
+layout("layout_permuted_plus_broadcast", p234 + torch.randn(3, 1, dtype=torch.float64))
+layout("layout_sliced_plus_one", torch.randn(3, 8, dtype=torch.float64)[:, ::2] + 1)
+layout("layout_transposed_gt", a43t > 0)
+layout("layout_expanded_times_transposed", torch.randn(3, 1, dtype=torch.float64).expand(3, 4) * a43t)
+
 with open(OUT, "w") as f:
     json.dump(cases, f, indent=1, sort_keys=True)
     f.write("\n")
