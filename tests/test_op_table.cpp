@@ -24,6 +24,7 @@ namespace {
 // One case of the golden file: an entry's sample as PyTorch computed it.
 struct Golden {
   std::string dtype, f32_dtype, int_dtype;  // the output's dtype for float64, float32 and int64 inputs
+  std::string grad_fn;                      // the output's grad_fn name, or "none"
   bool requires_grad = false;
   std::vector<golden::Data> inputs;
   golden::Data output, weight;
@@ -43,7 +44,7 @@ const GoldenMap& goldens() {
       std::string kw, name, rg;
       int sample = 0, n = 0;
       Golden g;
-      head >> kw >> name >> sample >> n >> g.dtype >> rg >> g.f32_dtype >> g.int_dtype;
+      head >> kw >> name >> sample >> n >> g.dtype >> rg >> g.f32_dtype >> g.int_dtype >> g.grad_fn;
       if (kw != "case" || !head) throw std::runtime_error("op_table.txt: malformed case line: " + line);
       g.requires_grad = rg == "1";
       for (int i = 0; i < n; ++i) g.inputs.push_back(golden::parse(golden::expect_keyword(f, "input")));
@@ -358,5 +359,59 @@ TEST(OpTable, Int64InputsAreRefusedByFloatingOpsAndComputedWithPyTorchsDtypeByOt
     const std::string mismatch = int64_mismatch(op, g);
     if (op.int64_gap.empty()) EXPECT_EQ(mismatch, "");
     else EXPECT_NE(mismatch, "") << "the known int64 gap '" << op.int64_gap << "' is fixed: remove it from the entry";
+  });
+}
+
+// An undefined input (a default-constructed Tensor, or .grad() before backward) is a
+// std::logic_error naming the op, never a crash: each input in turn is left undefined.
+TEST(OpTable, AnUndefinedInputThrowsLogicErrorNamingTheOp) {
+  // optional inputs, where an undefined tensor means PyTorch's None: linear's bias, layer_norm's
+  // weight and bias
+  const std::set<std::pair<std::string, std::size_t>> optional = {{"linear", 2}, {"layer_norm_affine", 1}, {"layer_norm_affine", 2}};
+  for (const OpInfo& op : optable::op_table()) {
+    if (op.samples.empty()) continue;
+    const auto& shapes = op.samples[0].shapes;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      if (optional.count({op.name, k})) continue;
+      std::vector<Tensor> ins;
+      for (const auto& s : shapes) ins.push_back(ones(s, kFloat64) * 0.5);
+      ins[k] = Tensor();
+      try {
+        op.fn(ins);
+        ADD_FAILURE() << op.name << ": no exception with input " << k << " undefined";
+      } catch (const std::logic_error& e) {
+        EXPECT_NE(std::string(e.what()).find("called on an undefined tensor"), std::string::npos) << op.name << ": " << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << op.name << ": input " << k << " undefined threw a non-logic_error: " << e.what();
+      }
+    }
+  }
+}
+
+// The output's node has PyTorch's name (what print shows as grad_fn=<...>), where the entry
+// computes the op the way PyTorch does; known_grad_fn_differences lists where ag's graph is
+// deliberately another (a fused op where PyTorch composes, or the reverse).
+TEST(OpTable, GradFnNamesArePyTorchs) {
+  // entry -> {PyTorch's name for the entry's torch expression, ag's}
+  const std::map<std::string, std::pair<std::string, std::string>> known_grad_fn_differences = {
+      // fused ops with no PyTorch counterpart; PyTorch's graph ends in the softmax
+      {"causal_softmax", {"SoftmaxBackward0", "CausalSoftmaxBackward0"}},
+      {"causal_qk_softmax", {"SoftmaxBackward0", "CausalQKSoftmaxBackward0"}},
+      // the expression divides by (1 - p); ag's op is F.dropout's multiplication by the scaled mask
+      {"dropout_with_mask", {"DivBackward0", "MulBackward0"}},
+      // the seed notebooks (run with PyTorch 2) print SqueezeBackward4 (tests/test_seeds.cpp)
+      {"matmul_1d_2d", {"SqueezeBackward3", "SqueezeBackward4"}},
+      {"linear_no_bias", {"SqueezeBackward3", "SqueezeBackward4"}},
+  };
+  for_each_case([&](const OpInfo& op, std::size_t, const Golden& g) {
+    std::vector<Tensor> ins = leaves(g);
+    const Tensor out = op.fn(ins);
+    const std::string got = out.grad_fn() ? std::string(out.grad_fn()->name) : "none";
+    const auto known = known_grad_fn_differences.find(op.name);
+    if (known != known_grad_fn_differences.end() && g.grad_fn == known->second.first) {
+      EXPECT_EQ(got, known->second.second) << op.name << " (a known difference)";
+      return;
+    }
+    EXPECT_EQ(got, g.grad_fn) << op.name;
   });
 }

@@ -15,7 +15,7 @@ inputs (the float64 inputs truncated, as .long() and ag's to(kInt64) do) the dty
 
 The format is line based, one case after another (tensors as in tests/golden_io.h, "ndim dims :
 values"):
-    case <name> <sample> <inputs> <dtype> <requires_grad> <float32 dtype> <int64 dtype or error>
+    case <name> <sample> <inputs> <dtype> <requires_grad> <float32 dtype> <int64 dtype or error> <grad_fn or none>
     input <tensor>            one per input
     output <tensor>
     weight <tensor>
@@ -72,7 +72,8 @@ def case(op, index, shapes):
     if int_out is not None and op["floating_only"] and index == 0:
         print(f"note: {name}: floating_only, but PyTorch computes int64 inputs (to {dtype_name(int_out)})", file=sys.stderr)
     lines = [f"case {name} {index} {len(ins)} {dtype_name(out)} {int(out.requires_grad)} {f32_dtype} "
-             + (dtype_name(int_out) if int_out is not None else "error")]
+             + (dtype_name(int_out) if int_out is not None else "error")
+             + " " + (out.grad_fn.name() if out.grad_fn is not None else "none")]
     lines += ["input " + tensor_line(x) for x in ins]
     lines += ["output " + tensor_line(out), "weight " + tensor_line(w)]
     if out.requires_grad:
