@@ -20,7 +20,7 @@ using Op = kernels::BinaryOp;
 DType result_dtype(Op op, DType a, DType b) {
   DType r = promote(a, b);
   if (r == kBool) r = kInt64;
-  if ((op == Op::Div || op == Op::Pow) && !is_floating(r)) r = kFloat32;
+  if (op == Op::Div && !is_floating(r)) r = kFloat32;  // true division; an integer power stays int64
   return r;
 }
 

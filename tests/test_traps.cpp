@@ -282,3 +282,17 @@ TEST(Traps, ElementwiseResultsTakePyTorchsLayout) {
   EXPECT_EQ(testutil::bit_mismatches<double>(exp(a43t), exp(a43t.contiguous())), 0);
   EXPECT_EQ(testutil::bit_mismatches<double>(a43t + b34, a43t.contiguous() + b34), 0);
 }
+
+TEST(Traps, IntegerDtypeRulesAsPyTorch) {
+  // relu of int64 gave float32, an integer power float32, gelu computed integers
+  const Tensor i = tensor({-2, 0, 3});
+  EXPECT_EQ(relu(i).dtype(), kInt64);
+  EXPECT_EQ(relu(i).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 3}));
+  const Tensor p = pow(tensor({2, -3, 5}), tensor({3, 2, 0}));
+  EXPECT_EQ(p.dtype(), kInt64);
+  EXPECT_EQ(p.to_vector<int64_t>(), (std::vector<int64_t>{8, 9, 1}));
+  EXPECT_EQ(error_of([&] { pow(tensor({2}), tensor({-1})); }), "[pow] Integers to negative integer powers are not allowed.");
+  EXPECT_EQ(pow(tensor({2}), tensor({0.5})).dtype(), kFloat32);
+  EXPECT_THROW(gelu(i), std::invalid_argument);
+  EXPECT_EQ(div(i, tensor({2})).dtype(), kFloat32);  // true division
+}

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #include "autograd/kernels/common.h"
 
@@ -20,10 +21,20 @@ const char* op_name(BinaryOp op) {
   return "?";
 }
 
+// x^y for integers by squaring (wrapping on overflow, as PyTorch's); a negative power is PyTorch's error.
+static int64_t int_pow(int64_t x, int64_t y) {
+  if (y < 0) throw std::invalid_argument("[pow] Integers to negative integer powers are not allowed.");
+  uint64_t result = 1, base = static_cast<uint64_t>(x);
+  for (auto e = static_cast<uint64_t>(y); e; e >>= 1, base *= base)
+    if (e & 1) result *= base;
+  return static_cast<int64_t>(result);
+}
+
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Size& shape, DType dt) {
   if (dt == kInt64) {
     if (op == BinaryOp::Add) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x + y; });
     if (op == BinaryOp::Sub) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x - y; });
+    if (op == BinaryOp::Pow) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, int_pow);
     return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x * y; });
   }
   return dispatch_float(dt, op_name(op), [&]<typename T>() {

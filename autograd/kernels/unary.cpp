@@ -56,11 +56,11 @@ Tensor sigmoid(const Tensor& x) {
   return map_float(x, "sigmoid", [](auto v) { return decltype(v)(1) / (1 + std::exp(-v)); });
 }
 // NaN stays NaN; negatives give +0 (not -0)
-Tensor relu(const Tensor& x) { return map_float(x, "relu", [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); }); }
+Tensor relu(const Tensor& x) { return map_same(x, "relu", [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); }); }
 Tensor erf(const Tensor& x) { return map_float(x, "erf", [](auto v) { return std::erf(v); }); }
 
 Tensor gelu(const Tensor& x, bool tanh_approx) {
-  return map_float(x, "gelu", [tanh_approx](auto v) {
+  return map_floating(x, "gelu", [tanh_approx](auto v) {
     using T = decltype(v);
     if (tanh_approx) return T(0.5) * v * (1 + std::tanh(T(kK) * (v + T(kC) * v * v * v)));
     return T(0.5) * v * (1 + std::erf(v * T(kSqrt1_2)));
