@@ -17,8 +17,8 @@ using kernels::op_name;
 using Op = kernels::BinaryOp;
 
 // The common dtype both operands are converted to before the kernel runs.
-DType result_dtype(Op op, DType a, DType b) {
-  DType r = promote(a, b);
+DType result_dtype(Op op, const Tensor& a, const Tensor& b) {
+  DType r = result_type(a, b);
   if (r == kBool) r = kInt64;
   if (op == Op::Div && !is_floating(r)) r = kFloat32;  // true division; an integer power stays int64
   return r;
@@ -27,7 +27,7 @@ DType result_dtype(Op op, DType a, DType b) {
 Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) {
   detail::check_defined(a0, op_name(op));
   detail::check_defined(b0, op_name(op));
-  const DType dt = result_dtype(op, a0.dtype(), b0.dtype());
+  const DType dt = result_dtype(op, a0, b0);
   const Tensor a = a0.to(dt), b = b0.to(dt);
   const Size shape = broadcast_shapes(a.shape(), b.shape(), op_name(op));
   Tensor out = kernels::binary(op, a, b, shape, dt);
@@ -77,6 +77,15 @@ Tensor scalar_like(const Tensor& a, double v, const char* op) {
 
 }  // namespace
 
+// PyTorch's rule: a 0-dim tensor takes part only when its category (bool < integer < floating) is
+// above the dimensioned operand's, so float32 x * tensor(2.0, float64) stays float32.
+DType result_type(const Tensor& a, const Tensor& b) {
+  if ((a.dim() == 0) == (b.dim() == 0)) return promote(a.dtype(), b.dtype());
+  const DType dimensioned = a.dim() > 0 ? a.dtype() : b.dtype(), zero_dim = a.dim() > 0 ? b.dtype() : a.dtype();
+  auto category = [](DType t) { return is_floating(t) ? 2 : t == kInt64 ? 1 : 0; };
+  return category(zero_dim) > category(dimensioned) ? promote(dimensioned, zero_dim) : dimensioned;
+}
+
 Tensor add(const Tensor& a, const Tensor& b) { return binary(Op::Add, a, b, "AddBackward0"); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(Op::Sub, a, b, "SubBackward0"); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a, b, "MulBackward0"); }
@@ -99,7 +108,7 @@ namespace {
 std::pair<Tensor, Tensor> common_dtype(const Tensor& a, const Tensor& b, const char* op) {
   detail::check_defined(a, op);
   detail::check_defined(b, op);
-  const DType dt = promote(a.dtype(), b.dtype());
+  const DType dt = result_type(a, b);
   return {a.to(dt), b.to(dt)};
 }
 
@@ -167,7 +176,7 @@ using kernels::CompareOp;
 static Tensor compare(const Tensor& a, const Tensor& b, const char* op, CompareOp cmp) {
   detail::check_defined(a, op);
   detail::check_defined(b, op);
-  const DType dt = promote(a.dtype(), b.dtype());
+  const DType dt = result_type(a, b);
   const Tensor x = a.detach().to(dt), y = b.detach().to(dt);
   const Size shape = broadcast_shapes(x.shape(), y.shape(), op);
   return kernels::compare(cmp, x, y, shape, dt);

@@ -105,6 +105,10 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
 Tensor select(const Tensor& t, int64_t dim, int64_t index);
 
 // ---- elementwise with broadcasting (binary.cpp, unary.cpp) ----
+// torch.result_type: the dtype a binary op computes in. Dimensioned tensors decide; a 0-dim tensor
+// only when its category (bool < integer < floating) is higher (float32 x * tensor(2.0, kFloat64)
+// is float32; int64 x + tensor(1.5) float32).
+DType result_type(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);

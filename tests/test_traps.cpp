@@ -296,3 +296,25 @@ TEST(Traps, IntegerDtypeRulesAsPyTorch) {
   EXPECT_THROW(gelu(i), std::invalid_argument);
   EXPECT_EQ(div(i, tensor({2})).dtype(), kFloat32);  // true division
 }
+
+TEST(Traps, AZeroDimTensorDoesNotPromoteADimensionedOne) {
+  // float32 x * tensor(2.0, float64) was float64; PyTorch keeps float32 (a 0-dim tensor decides
+  // only when its category is higher: int64 x + tensor(1.5) is float32)
+  const Tensor f32 = ones({2}), f64s = tensor(2.0, kFloat64), i = tensor({1, 2});
+  EXPECT_EQ((f32 * f64s).dtype(), kFloat32);
+  EXPECT_EQ((f64s * f32).dtype(), kFloat32);
+  EXPECT_EQ((i + f64s).dtype(), kFloat64);
+  EXPECT_EQ((i + tensor(1.5)).dtype(), kFloat32);
+  EXPECT_EQ((f32 + tensor(3)).dtype(), kFloat32);
+  EXPECT_EQ((ones({2}, kFloat64) + tensor(1.0)).dtype(), kFloat64);
+  EXPECT_EQ((tensor({true}) + tensor(3)).dtype(), kInt64);
+  EXPECT_EQ((f64s * tensor(2.0)).dtype(), kFloat64);  // both 0-dim: ordinary promotion
+  EXPECT_EQ(maximum(f32, f64s).dtype(), kFloat32);
+  EXPECT_EQ(where(tensor({true, false}), f32, f64s).dtype(), kFloat32);
+  EXPECT_EQ(result_type(f32, f64s), kFloat32);
+  // the gradient reaches the 0-dim float64 operand in its own dtype
+  Tensor s = tensor(2.0, kFloat64).requires_grad_();
+  sum(f32 * s).backward();
+  EXPECT_EQ(s.grad().dtype(), kFloat64);
+  EXPECT_EQ(s.grad().item(), 2.0);
+}
