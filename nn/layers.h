@@ -8,9 +8,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "nn/activation.h"
-#include "nn/batchnorm.h"
-#include "nn/module.h"
+#include "activation.h"
+#include "batchnorm.h"
+#include "module.h"
 
 namespace ag::nn {
 
