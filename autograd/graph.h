@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "tensor.h"
 
 namespace ag {
 

@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/pool.h"
-#include "autograd/small_vec.h"
-#include "autograd/tensor.h"
+#include "pool.h"
+#include "small_vec.h"
+#include "tensor.h"
 
 namespace ag {
 

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/random.h"
-#include "autograd/tensor.h"
+#include "generator.h"
+#include "random.h"
+#include "tensor.h"
 
 namespace ag {
 

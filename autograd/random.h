@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/tensor.h"
+#include "generator.h"
+#include "tensor.h"
 
 namespace ag {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/dim_vector.h"
+#include "dim_vector.h"
 
 namespace ag {
 

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/dtype.h"
-#include "autograd/shape.h"
-#include "autograd/storage.h"
+#include "dtype.h"
+#include "shape.h"
+#include "storage.h"
 
 namespace ag {
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <vector>
 
-#include "autograd/autograd.h"
+#include <ag/ag.h>
 
 int main(int argc, char** argv) {
   using namespace ag;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "autograd/autograd.h"
+#include <ag/ag.h>
 
 int main(int argc, char** argv) {
   using namespace ag;

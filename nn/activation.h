@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "nn/module.h"
+#include "module.h"
 
 namespace ag::nn {
 

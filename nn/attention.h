@@ -7,7 +7,7 @@
 //   seed 003: SelfAttentionV1, SelfAttentionV2, CausalAttention, MultiHeadAttention
 #pragma once
 
-#include "nn/layers.h"
+#include "layers.h"
 
 namespace ag::nn {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "nn/module.h"
+#include "module.h"
 
 namespace ag::nn {
 

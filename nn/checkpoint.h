@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "nn/module.h"
+#include "module.h"
 
 namespace ag::nn {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "autograd/autograd.h"
+#include "../autograd/autograd.h"
 
 namespace ag::nn {
 

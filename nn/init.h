@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "autograd/autograd.h"
+#include "../autograd/autograd.h"
 
 namespace ag::nn::init {
 

@@ -8,10 +8,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "nn/activation.h"
-#include "nn/batchnorm.h"
-#include "nn/loss.h"
-#include "nn/module.h"
+#include "activation.h"
+#include "batchnorm.h"
+#include "loss.h"
+#include "module.h"
 
 namespace ag::nn {
 

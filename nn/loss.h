@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "nn/module.h"
+#include "module.h"
 
 namespace ag::nn {
 

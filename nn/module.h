@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/autograd.h"
+#include "../autograd/autograd.h"
 
 namespace ag::nn {
 

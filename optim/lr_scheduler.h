@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "optim/optimizer.h"
+#include "optimizer.h"
 
 namespace ag::optim::lr_scheduler {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/autograd.h"
+#include "../autograd/autograd.h"
 
 namespace ag::optim {
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs every test (this is the README's second command, and what .ci/run runs):
 #   1. the GoogleTest suite (ctest) in build/
-#   2. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/
+#   2. the installed package: build/ installed into a temporary prefix (everything under
+#      include/ag/ and lib/, every installed header compiling on its own, ag/ag.h including them
+#      all), then tests/consumer built against it with find_package(ag), run, and its output
+#      compared with PyTorch's (tests/golden/consumer.txt)
+#   3. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/
 #      (its canary test proves ASan is active; LeakSanitizer runs at exit of every test)
-#   3. the libFuzzer target of the checkpoint loader, built with clang, for FUZZ_SECONDS
+#   4. the libFuzzer target of the checkpoint loader, built with clang, for FUZZ_SECONDS
 #      (default 30) on the seed corpus in tests/fuzz/corpus
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,26 +25,51 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 fuzz_seconds=${FUZZ_SECONDS:-30}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
-echo "== 1/3 test suite"
+echo "== 1/4 test suite"
 cmake -S . -B build
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== 2/3 test suite under ASan + UBSan"
+echo "== 2/4 installed package and a project using it"
+prefix="$work/prefix"
+cmake --install build --prefix "$prefix" >/dev/null
+outside=$(cd "$prefix" && find . -type f | grep -v -E '^\./(include/ag|lib)/' || true)
+if [ -n "$outside" ] || [ "$(ls "$prefix/include")" != ag ]; then
+  echo "installed outside include/ag/ and lib/:"; (cd "$prefix" && find . -mindepth 1 | grep -v -E '^\./(include|lib)$|^\./(include/ag|lib)(/|$)'); exit 1
+fi
+headers=$(cd "$prefix/include" && find ag -name '*.h' | sort)
+for h in $headers; do  # each on its own: no missing include, no internal (uninstalled) header
+  echo "#include <$h>" | c++ -std=c++20 -fsyntax-only -I"$prefix/include" -x c++ - ||
+    { echo "installed header $h does not compile on its own"; exit 1; }
+done
+reached=$(echo '#include <ag/ag.h>' | c++ -std=c++20 -MM -I"$prefix/include" -x c++ - |
+  tr -d '\\' | tr ' ' '\n' | grep '\.h$' | xargs realpath --relative-to="$prefix/include" | sort -u)
+missing=$(comm -23 <(echo "$headers") <(echo "$reached"))
+if [ -n "$missing" ]; then echo "ag/ag.h does not include: $missing"; exit 1; fi
+cmake -S tests/consumer -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+grep -q "^ag_DIR:PATH=$prefix/" "$work/consumer/CMakeCache.txt" ||
+  { echo "the consumer found an ag other than the one just installed"; exit 1; }
+cmake --build "$work/consumer" >/dev/null
+"$work/consumer/consumer" >"$work/consumer.txt"
+diff tests/golden/consumer.txt "$work/consumer.txt"
+echo "installed $(echo "$headers" | wc -l) headers; the consumer built with find_package(ag) prints PyTorch's output"
+
+echo "== 3/4 test suite under ASan + UBSan"
 cmake -S . -B build-asan -DAG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAG_BUILD_BENCHMARKS=OFF
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== 3/3 fuzzing the checkpoint loader for ${fuzz_seconds}s"
+echo "== 4/4 fuzzing the checkpoint loader for ${fuzz_seconds}s"
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAG_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DAG_BUILD_TESTS=OFF -DAG_BUILD_EXAMPLES=OFF -DAG_BUILD_BENCHMARKS=OFF
 cmake --build build-fuzz -j"$jobs"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp tests/fuzz/corpus/* "$work/"
-./build-fuzz/load_fuzzer "$work" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 2>&1 |
+mkdir "$work/corpus"
+cp tests/fuzz/corpus/* "$work/corpus/"
+./build-fuzz/load_fuzzer "$work/corpus" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 2>&1 |
   grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done|==[0-9]+==ERROR|SUMMARY)" || true
 test "${PIPESTATUS[0]}" -eq 0
 
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"

@@ -8,8 +8,7 @@
 #include <memory>
 #include <utility>
 
-#include "nn/attention.h"
-#include "nn/layers.h"
+#include <ag/ag.h>
 
 namespace next_word {
 

@@ -20,10 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/autograd.h"
-#include "autograd/functional.h"
-#include "nn/layers.h"
-#include "optim/optimizer.h"
+#include <ag/ag.h>
 
 using namespace ag;
 

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <string>
 
-#include "autograd/autograd.h"
+#include <ag/ag.h>
 
 namespace seeds {
 

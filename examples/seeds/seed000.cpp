@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "cell.h"
-#include "nn/attention.h"
 
 using namespace ag;
 using seeds::cell;

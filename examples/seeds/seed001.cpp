@@ -2,7 +2,6 @@
 #include <cmath>
 
 #include "cell.h"
-#include "nn/attention.h"
 
 using namespace ag;
 using seeds::cell;

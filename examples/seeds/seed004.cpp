@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "cell.h"
-#include "nn/module.h"
 
 using namespace ag;
 using seeds::cell;

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "nn/attention.h"
+#include <ag/ag.h>
 
 namespace train_text {
 

@@ -8,10 +8,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "autograd/format.h"
+#include <ag/ag.h>
+
 #include "model.h"
-#include "nn/checkpoint.h"
-#include "optim/optimizer.h"
 
 namespace train_text {
 
