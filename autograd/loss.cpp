@@ -78,10 +78,10 @@ void check_floating(const Tensor& input, const char* op) {
 
 // Unlike PyTorch, which warns and broadcasts, the elementwise losses refuse input and target shapes
 // that differ: broadcasting a (N) target against an (N, 1) input is almost always a bug.
-void same_shapes(const Tensor& input, const Tensor& target, const char* op) {
+void same_shapes(const Tensor& input, const Tensor& target, const char* op, bool floating_only = true) {
   detail::check_defined(input, op);
   detail::check_defined(target, op);
-  check_floating(input, op);
+  if (floating_only) check_floating(input, op);
   if (input.shape() != target.shape()) {
     detail::shape_error(op, "input shape " + input.shape().str() + " and target shape " + target.shape().str() + " differ");
   }
@@ -218,7 +218,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
 // |input - target|, reduced. PyTorch 1.13 composes it too (AbsBackward0, then Sum/MeanBackward0).
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
   const Reduction r = parse_reduction(reduction, "l1_loss");
-  same_shapes(input, target, "l1_loss");
+  same_shapes(input, target, "l1_loss", /*floating_only=*/false);  // integers: "none" and "sum", as PyTorch
   return reduce(abs(sub(input, target)), r);
 }
 

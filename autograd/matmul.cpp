@@ -40,8 +40,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     detail::shape_error("matmul", "both arguments need at least 1 dimension, got shapes " + a.shape().str() + " and " +
                                       b.shape().str());
   }
-  if (!a.is_floating_point() || a.dtype() != b.dtype()) {
-    detail::shape_error("matmul", "expected two floating point tensors of the same dtype, got " + dtype_name(a.dtype()) +
+  if (a.dtype() == kBool || a.dtype() != b.dtype()) {
+    detail::shape_error("matmul", "expected two tensors of one dtype, floating point or int64, got " + dtype_name(a.dtype()) +
                                       " and " + dtype_name(b.dtype()) + " (shapes " + a.shape().str() + " and " +
                                       b.shape().str() + ")");
   }
@@ -80,16 +80,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     detail::shape_error("linear", "expects input (*, in), weight (out, in) and bias (out), got " + x.shape().str() + ", " +
                                       weight.shape().str() + " and " + (bias.defined() ? bias.shape().str() : "none"));
   }
-  if (!x.is_floating_point() || weight.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
-    detail::shape_error("linear", "expects floating point tensors of one dtype, got " + dtype_name(x.dtype()) + " and " +
+  if (x.dtype() == kBool || weight.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
+    detail::shape_error("linear", "expects floating point (or int64) tensors of one dtype, got " + dtype_name(x.dtype()) + " and " +
                                       dtype_name(weight.dtype()) + " (shapes " + x.shape().str() + " and " +
                                       weight.shape().str() + ")");
   }
   // Other shapes of input as PyTorch 1.13 computes them (and names their nodes): a contiguous 3-D
   // input with a bias folds to 2-D rows, one addmm, and a view back (ViewBackward0); otherwise
   // matmul, then the bias added (AddBackward0).
-  if (x.dim() != 2) {
-    if (x.dim() == 3 && bias.defined() && x.is_contiguous()) {
+  if (x.dim() != 2 || x.dtype() == kInt64) {  // int64: no addmm kernel, matmul's loop
+    if (x.dim() == 3 && bias.defined() && x.is_contiguous() && x.dtype() != kInt64) {
       return view(linear(reshape(x, {-1, x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
     }
     const Tensor y = matmul(x, weight.t());

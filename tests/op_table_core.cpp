@@ -218,7 +218,6 @@ std::vector<OpInfo> reductions() {
 }
 
 // PyTorch multiplies int64 matrices; ag's matmul and linear take floating tensors only
-constexpr const char* kIntMatmulGap = "ag refuses int64; PyTorch computes int64";
 
 std::vector<OpInfo> matmuls() {
   return {
@@ -232,38 +231,32 @@ std::vector<OpInfo> matmuls() {
                           [](std::mt19937_64& rng, const Size& sa) {
                             Tensor w = fuzz_values(rng, Size{sa[sa.size() - 1], fuzz_int(rng, 1, 3)});
                             return FuzzStep{[w](Pool a, Pool) { return matmul(a, w); }, "matmul(a, W " + w.shape().str() + ")"};
-                          }),
-       .int64_gap = kIntMatmulGap},
+                          })},
       {.name = "matmul_1d_2d",
        .torch = "x[0] @ x[1]",
        .fn = [](auto& x) { return matmul(x[0], x[1]); },
        .samples = {{{{4}, {4, 3}}}, {{{1}, {1, 2}}}},
-       .floating_only = false,
-       .int64_gap = kIntMatmulGap},
+       .floating_only = false},
       {.name = "matmul_2d_1d",
        .torch = "x[0] @ x[1]",
        .fn = [](auto& x) { return matmul(x[0], x[1]); },
        .samples = {{{{3, 4}, {4}}}, {{{0, 2}, {2}}}},
-       .floating_only = false,
-       .int64_gap = kIntMatmulGap},
+       .floating_only = false},
       {.name = "matmul_1d_1d",
        .torch = "x[0] @ x[1]",
        .fn = [](auto& x) { return matmul(x[0], x[1]); },
        .samples = {{{{4}, {4}}}, {{{0}, {0}}}},
-       .floating_only = false,
-       .int64_gap = kIntMatmulGap},
+       .floating_only = false},
       {.name = "matmul_batched",
        .torch = "x[0] @ x[1]",
        .fn = [](auto& x) { return matmul(x[0], x[1]); },
        .samples = {{{{2, 3, 4}, {2, 4, 5}}}, {{{1, 2, 3}, {1, 3, 1}}}},
-       .floating_only = false,
-       .int64_gap = kIntMatmulGap},
+       .floating_only = false},
       {.name = "matmul_bcast",
        .torch = "x[0] @ x[1]",
        .fn = [](auto& x) { return matmul(x[0], x[1]); },
        .samples = {{{{2, 1, 3, 4}, {5, 4, 2}}}, {{{3, 4}, {2, 4, 2}}}, {{{2, 3, 4}, {4}}}},
-       .floating_only = false,
-       .int64_gap = kIntMatmulGap},
+       .floating_only = false},
       {.name = "matmul_transposed",
        .torch = "x[0].t() @ x[1].transpose(0, 1)",
        .fn = [](auto& x) { return matmul(x[0].t(), x[1].transpose(0, 1)); },
@@ -273,8 +266,7 @@ std::vector<OpInfo> matmuls() {
        .fuzz = unary_step(2,
                           [](std::mt19937_64&, const Size&) {
                             return FuzzStep{[](Pool a, Pool) { return matmul(a, a.transpose(-1, -2)); }, "matmul(a, a^T)"};
-                          }),
-       .int64_gap = kIntMatmulGap},
+                          })},
       {.name = "linear",
        .torch = "F.linear(x[0], x[1], x[2])",
        .fn = [](auto& x) { return linear(x[0], x[1], x[2]); },
@@ -292,14 +284,12 @@ std::vector<OpInfo> matmuls() {
                             }
                             Tensor x = fuzz_values(rng, Size{3, sa[1]}), b = fuzz_values(rng, Size{sa[0]});
                             return FuzzStep{[x, b](Pool a, Pool) { return linear(x, a, b); }, "linear(X " + x.shape().str() + ", a, b)"};
-                          }),
-       .int64_gap = kIntMatmulGap},
+                          })},
       {.name = "linear_no_bias",
        .torch = "F.linear(x[0], x[1])",
        .fn = [](auto& x) { return linear(x[0], x[1]); },
        .samples = {{{{3, 4}, {2, 4}}}, {{{4}, {2, 4}}}, {{{2, 3, 4}, {2, 4}}}},
-       .floating_only = false,
-       .int64_gap = kIntMatmulGap},
+       .floating_only = false},
   };
 }
 

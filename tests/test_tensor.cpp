@@ -167,7 +167,7 @@ TEST(Ops, ErrorsNameTheOpAndBothShapes) {
   EXPECT_EQ(error_of([] { matmul(ones({6, 3}), ones({4, 3})); }),
             "[matmul] shapes [6, 3] and [4, 3] cannot be multiplied (3 != 4)");
   EXPECT_EQ(error_of([] { matmul(ones({2, 3}), ones({3, 2}, kFloat64)); }),
-            "[matmul] expected two floating point tensors of the same dtype, got torch.float32 and torch.float64 "
+            "[matmul] expected two tensors of one dtype, floating point or int64, got torch.float32 and torch.float64 "
             "(shapes [2, 3] and [3, 2])");
   EXPECT_EQ(error_of([] { masked_fill(ones({2, 3}), ones({3, 3}).bool_(), 0.0); }),
             "[masked_fill] shapes [2, 3] and [3, 3] cannot be broadcast together (dim 0: 2 vs 3)");

@@ -1,6 +1,8 @@
 // Kernels of matmul and linear; their rules and formulas are in matmul.cpp.
 #include "autograd/kernels/matmul.h"
 
+#include <type_traits>
+
 #include <climits>
 #include <optional>
 
@@ -60,6 +62,20 @@ bool rows_foldable(const Tensor& a) { return a.dim() > 2 && a.is_contiguous() &&
 
 }  // namespace
 
+// int64 has no BLAS GEMM: c (m,n) = a (m,k) @ b (k,n) as a loop (wrapping on overflow, as PyTorch's).
+static void int_gemm(detail::MatLayout la, detail::MatLayout lb, int64_t m, int64_t n, int64_t k, const int64_t* a,
+                     const int64_t* b, int64_t* c) {
+  auto at = [](const int64_t* p, detail::MatLayout l, int64_t r, int64_t col) {
+    return static_cast<uint64_t>(l.trans ? p[col * l.ld + r] : p[r * l.ld + col]);
+  };
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      uint64_t acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += at(a, la, i, p) * at(b, lb, p, j);
+      c[i * n + j] = static_cast<int64_t>(acc);
+    }
+}
+
 Tensor bmm(const Tensor& a0, const Tensor& b0) {
   NoGradGuard no_grad;
   if (b0.dim() == 2 && rows_foldable(a0)) {  // (batch * m, k) @ (k, n), viewed back as (batch..., m, n)
@@ -88,17 +104,23 @@ Tensor bmm(const Tensor& a0, const Tensor& b0) {
   };
   const Strides sa = batch_strides(a), sb = batch_strides(b), so = batch_strides(out);
   const auto la = *layout_of(a), lb = *layout_of(b);
-  dispatch_float(a.dtype(), "matmul", [&]<typename T>() {
+  auto run = [&]<typename T>() {
     const T* pa = static_cast<const T*>(a.impl()->storage->data);
     const T* pb = static_cast<const T*>(b.impl()->storage->data);
     T* po = static_cast<T*>(out.impl()->storage->data);
     // a (m,k) @ b (k,n) -> out (m,n), once per batch index
     detail::walk<3>(batch, {&sa, &sb, &so}, {a.storage_offset(), b.storage_offset(), 0},
                     [&](const std::array<int64_t, 3>& o) {
-                      detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa + o[0],
-                                   pb + o[1], po + o[2], static_cast<int>(n));
+                      if constexpr (std::is_same_v<T, int64_t>) {
+                        int_gemm(la, lb, m, n, k, pa + o[0], pb + o[1], po + o[2]);
+                      } else {
+                        detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa + o[0],
+                                     pb + o[1], po + o[2], static_cast<int>(n));
+                      }
                     });
-  });
+  };
+  if (a.dtype() == kInt64) run.template operator()<int64_t>();
+  else dispatch_float(a.dtype(), "matmul", run);
   return out;
 }
 
