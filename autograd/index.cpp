@@ -99,11 +99,11 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
   dim = wrap_dim(dim, t.dim(), "index_add", t.shape());
   Size expect = t.shape();
   expect[dim] = index.numel();
-  if (source.shape() != expect || source.dtype() != t.dtype() || !t.is_floating_point()) {
+  if (source.shape() != expect || source.dtype() != t.dtype() || t.dtype() == kBool) {
     detail::shape_error("index_add", "source of shape " + source.shape().str() + " (" + dtype_name(source.dtype()) +
                                          ") does not fit input " + t.shape().str() + " (" + dtype_name(t.dtype()) +
                                          ") with " + std::to_string(index.numel()) + " indices along dim " +
-                                         std::to_string(dim) + "; expected a floating source of shape " + expect.str());
+                                         std::to_string(dim) + "; expected a source of its dtype and shape " + expect.str());
   }
   auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t.shape()[dim], "index_add", t.shape(), dim));
   Tensor out = kernels::index_add(t, dim, *idx, source, alpha);

@@ -21,7 +21,7 @@ void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::v
   int64_t in = 1, outer = 1;
   for (int64_t d = dim + 1; d < shape.size(); ++d) in *= shape[d];
   for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
-  dispatch_float(out.dtype(), "index_add", [&]<typename T>() {
+  auto add = [&]<typename T>() {
     const T* pg = src.data_ptr<T>();
     T* po = out.data_ptr<T>();
     const T a = static_cast<T>(alpha);
@@ -34,7 +34,9 @@ void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::v
         else
           for (int64_t e = 0; e < in; ++e) dst[e] += a * s[e];
       }
-  });
+  };
+  if (out.dtype() == kInt64) add.template operator()<int64_t>();  // index_add of integers
+  else dispatch_float(out.dtype(), "index_add", add);
 }
 
 }  // namespace
