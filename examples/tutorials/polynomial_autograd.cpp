@@ -1,12 +1,10 @@
 // "Learning PyTorch with Examples", PyTorch: Tensors and autograd -- translated line by line from
 // pytorch/polynomial_autograd.py. The same fit as polynomial_tensor, with the backward pass done
 // by autograd; tests/test_tutorials.cpp checks that it prints what the PyTorch script prints.
-#include <cmath>
 #include <iostream>
 #include <numbers>
 
-#include "autograd/autograd.h"
-#include "autograd/format.h"
+#include <ag/ag.h>
 
 int main() {
   using namespace ag;

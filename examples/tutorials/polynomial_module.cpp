@@ -1,15 +1,11 @@
 // "Learning PyTorch with Examples", PyTorch: Custom nn Modules -- translated line by line from
 // pytorch/polynomial_module.py. The polynomial as a Module of its own, trained with SGD;
 // tests/test_tutorials.cpp checks that it prints what the PyTorch script prints.
-#include <cmath>
 #include <iostream>
 #include <numbers>
 #include <string>
 
-#include "autograd/autograd.h"
-#include "autograd/format.h"
-#include "nn/layers.h"
-#include "optim/optimizer.h"
+#include <ag/ag.h>
 
 using namespace ag;
 

@@ -1,13 +1,10 @@
 // "Learning PyTorch with Examples", PyTorch: nn -- translated line by line from
 // pytorch/polynomial_nn.py. The polynomial as a Linear(3, 1) layer on (x, x^2, x^3);
 // tests/test_tutorials.cpp checks that it prints what the PyTorch script prints.
-#include <cmath>
 #include <iostream>
 #include <numbers>
 
-#include "autograd/autograd.h"
-#include "autograd/format.h"
-#include "nn/layers.h"
+#include <ag/ag.h>
 
 int main() {
   using namespace ag;

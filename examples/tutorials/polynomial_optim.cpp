@@ -1,14 +1,10 @@
 // "Learning PyTorch with Examples", PyTorch: optim -- translated line by line from
 // pytorch/polynomial_optim.py. The nn version with RMSprop doing the updates;
 // tests/test_tutorials.cpp checks that it prints what the PyTorch script prints.
-#include <cmath>
 #include <iostream>
 #include <numbers>
 
-#include "autograd/autograd.h"
-#include "autograd/format.h"
-#include "nn/layers.h"
-#include "optim/optimizer.h"
+#include <ag/ag.h>
 
 int main() {
   using namespace ag;

@@ -1,12 +1,10 @@
 // "Learning PyTorch with Examples", PyTorch: Tensors -- translated line by line from
 // pytorch/polynomial_tensor.py. Fits y = sin(x) with a third order polynomial, computing the
 // gradients by hand; tests/test_tutorials.cpp checks that it prints what the PyTorch script prints.
-#include <cmath>
 #include <iostream>
 #include <numbers>
 
-#include "autograd/autograd.h"
-#include "autograd/format.h"
+#include <ag/ag.h>
 
 int main() {
   using namespace ag;
