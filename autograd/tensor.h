@@ -104,6 +104,7 @@ class Tensor {
   Tensor& requires_grad_(bool r = true);
   bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
   Tensor grad() const { return Tensor(checked("grad").grad); }
+  // t.set_grad({}) is PyTorch's t.grad = None: the next backward starts a fresh gradient.
   void set_grad(const Tensor& g) const { const_cast<TensorImpl&>(checked("set_grad")).grad = g.impl_; }
   const std::shared_ptr<Node>& grad_fn() const { return checked("grad_fn").grad_fn; }
   // Backpropagates from this tensor, accumulating into the .grad of the leaves. Without

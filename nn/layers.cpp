@@ -1,5 +1,9 @@
 #include "nn/layers.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 #include "autograd/format.h"
@@ -74,6 +78,21 @@ Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : Module("S
 }
 
 void Sequential::push_back(std::shared_ptr<Module> m) { register_module(std::to_string(size()), std::move(m)); }
+
+std::shared_ptr<Module> Sequential::operator[](std::size_t i) const {
+  if (i >= size()) {
+    throw std::out_of_range("Sequential: index " + std::to_string(i) + " is out of range (it holds " + std::to_string(size()) +
+                            " modules)");
+  }
+  return named_children()[i].second;
+}
+
+void Sequential::not_a(std::size_t i, const char* mangled_type) const {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled_type, nullptr, nullptr, &status), std::free);
+  throw std::invalid_argument("Sequential::at: module " + std::to_string(i) + " is a " + (*this)[i]->type_name() + ", not " +
+                              (status == 0 ? name.get() : mangled_type));
+}
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;

@@ -6,6 +6,7 @@
 #include <concepts>
 #include <memory>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "activation.h"
@@ -87,7 +88,19 @@ class Sequential : public Module {
   }
   Tensor forward(const Tensor& x) override;
   std::size_t size() const { return named_children().size(); }
-  std::shared_ptr<Module> operator[](std::size_t i) const { return named_children().at(i).second; }
+  // PyTorch's model[i]; throws std::out_of_range past the end ("index 5 is out of range").
+  std::shared_ptr<Module> operator[](std::size_t i) const;
+  // The i-th module as its own type, libtorch's at<M>: model.at<Linear>(0).weight is PyTorch's
+  // model[0].weight. Throws std::invalid_argument if that module is not an M.
+  template <class M>
+  M& at(std::size_t i) const {
+    M* m = dynamic_cast<M*>((*this)[i].get());
+    if (!m) not_a(i, typeid(M).name());
+    return *m;
+  }
+
+ private:
+  [[noreturn]] void not_a(std::size_t i, const char* mangled_type) const;
 };
 
 // Holds submodules, named "0", "1", ...; no forward of its own.

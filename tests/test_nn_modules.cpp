@@ -324,6 +324,19 @@ TEST(Sequential, TakesModulesByValueAndSharedPtrs) {
   EXPECT_EQ(from_vector.size(), 2u);
 }
 
+TEST(Sequential, AtGivesTheModuleAsItsOwnTypeAndIndexingPastTheEndThrows) {
+  Sequential model(Linear(3, 1), Flatten(0, 1));
+  Linear& linear_layer = model.at<Linear>(0);  // PyTorch's model[0].weight is model.at<Linear>(0).weight
+  EXPECT_EQ(&linear_layer, model[0].get());
+  EXPECT_EQ(linear_layer.weight.impl(), model.parameters()[0].impl());
+  EXPECT_EQ(model.at<Flatten>(1).start_dim, 0);
+  EXPECT_EQ(error_of([&] { model.at<Linear>(1); }), "Sequential::at: module 1 is a Flatten, not ag::nn::Linear");
+  EXPECT_EQ(error_of([&] { model.at<Linear>(2); }), "Sequential: index 2 is out of range (it holds 2 modules)");
+  EXPECT_EQ(error_of([&] { model[2]; }), "Sequential: index 2 is out of range (it holds 2 modules)");
+  EXPECT_THROW(model[5], std::out_of_range);
+  EXPECT_THROW(model.at<Linear>(1), std::invalid_argument);
+}
+
 // ---------------------------------------------------------------- named_modules, apply, requires_grad_
 
 TEST(ModuleApiGolden, NamedModulesApplyAndStateDictOrderMatchPyTorch) {
