@@ -27,6 +27,14 @@ DType result_dtype(Op op, const Tensor& a, const Tensor& b) {
 Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) {
   detail::check_defined(a0, op_name(op));
   detail::check_defined(b0, op_name(op));
+  if (op == Op::Sub && (a0.dtype() == kBool || b0.dtype() == kBool)) {
+    throw std::invalid_argument("[sub] Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  }
+  if ((op == Op::Add || op == Op::Mul) && result_type(a0, b0) == kBool) {  // or / and of two masks, bool as PyTorch's
+    NoGradGuard no_grad;
+    return binary(op, a0.to(kInt64), b0.to(kInt64), grad_name).to(kBool);
+  }
   const DType dt = result_dtype(op, a0, b0);
   const Tensor a = a0.to(dt), b = b0.to(dt);
   const Size shape = broadcast_shapes(a.shape(), b.shape(), op_name(op));
@@ -56,10 +64,12 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
         if (ga) da = sum_to(div(g, sb.get()), as);
         if (gb) db = sum_to(neg(div(mul(g, sa.get()), mul(sb.get(), sb.get()))), bs);
         break;
-      case Op::Pow:  // out = a^b  =>  da = g * b * a^(b-1), db = g * out * log(a)
-        if (ga) da = sum_to(mul(g, mul(sb.get(), pow(sa.get(), sub(sb.get(), 1.0)))), as);
-        if (gb) db = sum_to(mul(g, mul(so.get(), log(sa.get()))), bs);
+      case Op::Pow: {  // out = a^b  =>  da = g * b * a^(b-1) (0 where b = 0), db = g * out * log(a) (0 where a = 0 and b >= 0)
+        const Tensor av = sa.get(), bv = sb.get();
+        if (ga) da = sum_to(mul(g, where(eq(bv, 0.0), 0.0, mul(bv, pow(av, sub(bv, 1.0))))), as);
+        if (gb) db = sum_to(mul(g, where(logical_and(eq(av, 0.0), ge(bv, 0.0)), 0.0, mul(so.get(), log(av)))), bs);
         break;
+      }
     }
     return {da, db};
   });
@@ -71,7 +81,7 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
 Tensor scalar_like(const Tensor& a, double v, const char* op) {
   detail::check_defined(a, op);
   DType dt = a.dtype();
-  if (!is_floating(dt)) dt = std::floor(v) == v ? kInt64 : kFloat32;
+  if (!is_floating(dt)) dt = is_whole_number(v) ? kInt64 : kFloat32;
   return full({}, v, dt);
 }
 

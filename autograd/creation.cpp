@@ -45,7 +45,7 @@ Tensor arange(double start, double end, double step, Options o) {
     throw std::invalid_argument("[arange] upper bound and larger bound inconsistent with step sign");
   }
   auto n = static_cast<int64_t>(std::ceil((end - start) / step));
-  const bool integral = std::floor(start) == start && std::floor(end) == end && std::floor(step) == step;
+  const bool integral = is_whole_number(start) && is_whole_number(end) && is_whole_number(step);
   const DType dtype = o.dtype_set ? o.dtype_ : integral ? kInt64 : kFloat32;
   return finish(kernels::arange(start, step, n, dtype), o);
 }

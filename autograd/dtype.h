@@ -1,6 +1,8 @@
 // Element types a tensor can hold, and the helpers that dispatch a kernel on them.
 #pragma once
 
+#include <cmath>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -41,6 +43,10 @@ inline std::string dtype_name(DType t) {
 }
 
 inline bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+
+// A number C++ handed us as a double that PyTorch would have seen as a Python int: whole, and
+// small enough for int64 to hold exactly (inf, NaN and 1e30 are floats).
+inline bool is_whole_number(double v) { return std::isfinite(v) && std::floor(v) == v && std::abs(v) <= 9007199254740992.0; }
 
 // Result type of a binary op between two tensors (PyTorch's promotion restricted to our types).
 inline DType promote(DType a, DType b) {

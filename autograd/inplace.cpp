@@ -39,6 +39,14 @@ bool check_inplace(const Tensor& t, const char* op, bool differentiable) {
 }
 
 bool begin_inplace(const Tensor& t, const char* op, bool differentiable) {
+  // an expanded tensor holds one element at several places: writing it is ill-defined
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.shape()[d] > 1 && t.stride(d) == 0) {
+      throw std::runtime_error(std::string("[") + op + "] unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location (shape " + t.shape().str() + ", strides " +
+                               Size(t.strides()).str() + "). Please clone() the tensor before performing the operation.");
+    }
+  }
   const bool tracked = check_inplace(t, op, differentiable);
   ++t.impl()->storage->version;
   return tracked;
@@ -184,10 +192,19 @@ std::function<void()> scalar_loop(Tensor& self, F f) {
 
 }  // namespace
 
+// `other` as an in-place op may read it while writing self: a copy when it shares self's memory in
+// another layout (x.add_(x.t()) would otherwise read elements it has already written).
+static Tensor readable_operand(const Tensor& self, const Tensor& other) {
+  const bool same_view = other.storage_offset() == self.storage_offset() && other.shape() == self.shape() &&
+                         other.strides() == self.strides();
+  return self.shares_storage(other) && !same_view ? other.clone() : other;
+}
+
 // self += alpha other  (AddBackward0)
-Tensor& Tensor::add_(const Tensor& other, double alpha) {
-  detail::check_defined(other, "add_");
-  check_broadcastable_into(*this, other, "add_");
+Tensor& Tensor::add_(const Tensor& other0, double alpha) {
+  detail::check_defined(other0, "add_");
+  check_broadcastable_into(*this, other0, "add_");
+  const Tensor other = readable_operand(*this, other0);
   auto f = [&](const Tensor& self) { return alpha == 1.0 ? add(self, other) : add(self, mul(other, alpha)); };
   return apply_inplace(*this, "add_", requires_grad_of(other), false, f,
                        alpha == 1.0 ? same_dtype_loop(*this, other, [](auto x, auto y) { return x + y; })
@@ -203,9 +220,10 @@ Tensor& Tensor::sub_(const Tensor& other, double alpha) {
 }
 
 // self *= other  (MulBackward0; other's gradient is g * self's old value)
-Tensor& Tensor::mul_(const Tensor& other) {
-  detail::check_defined(other, "mul_");
-  check_broadcastable_into(*this, other, "mul_");
+Tensor& Tensor::mul_(const Tensor& other0) {
+  detail::check_defined(other0, "mul_");
+  check_broadcastable_into(*this, other0, "mul_");
+  const Tensor other = readable_operand(*this, other0);
   return apply_inplace(*this, "mul_", requires_grad_of(other), requires_grad_of(other),
                        [&](const Tensor& self) { return mul(self, other); },
                        same_dtype_loop(*this, other, [](auto x, auto y) { return x * y; }));

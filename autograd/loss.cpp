@@ -87,6 +87,25 @@ void same_shapes(const Tensor& input, const Tensor& target, const char* op, bool
   }
 }
 
+// A weight (or pos_weight) broadcasts to the input's shape, never beyond it (PyTorch's error), and
+// gets no gradient (PyTorch: "the derivative for 'weight' is not implemented").
+void check_weight(const Tensor& input, const Tensor& weight, const char* op, const char* name) {
+  if (!weight.defined()) return;
+  if (broadcast_shapes(input.shape(), weight.shape(), op) != input.shape()) {
+    detail::shape_error(op, std::string(name) + " of shape " + weight.shape().str() + " does not broadcast to the input's shape " +
+                                input.shape().str());
+  }
+  if (weight.requires_grad() && grad_enabled()) {
+    throw std::invalid_argument(std::string("[") + op + "] the derivative for '" + name + "' is not implemented.");
+  }
+}
+
+// The gradient of each element of a reduced loss: g expanded ("sum"), divided by the count ("mean").
+Tensor elementwise_grad(const Tensor& g, Reduction r, const Size& shape) {
+  if (r == Reduction::None) return g;
+  return expand(r == Reduction::Mean ? g / static_cast<double>(shape.numel()) : g, shape.vec());
+}
+
 // A loss over (N, C, d1, ..., dk) inputs and (N, d1, ..., dk) targets: the classes moved last and
 // flattened to (N d1 ... dk, C) rows, the per-element losses ("none") shaped as the target again.
 // grad_fn NllLoss2DBackward0, PyTorch's name for every input of more than 2 dims, except the
@@ -167,6 +186,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
       detail::shape_error("cross_entropy", "class-probability target " + target.shape().str() +
                                                " must have the logits' shape " + logits.shape().str());
     }
+    if (ignore_index >= 0) {
+      throw std::invalid_argument("[cross_entropy] ignore_index is not supported for floating point target");
+    }
     const Tensor p = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / classes : target;
     const Tensor terms = log_softmax(logits, class_dim) * p;
     if (r == Reduction::None) return neg(sum(terms, {class_dim}));
@@ -245,6 +267,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction) {
   const Reduction r = parse_reduction(reduction, "binary_cross_entropy");
   same_shapes(input, target, "binary_cross_entropy");
+  check_floating(target, "binary_cross_entropy");
+  check_weight(input, weight, "binary_cross_entropy", "weight");
   if (input.numel() > 0) {
     NoGradGuard no_grad;
     if (!(min(input).item() >= 0.0 && max(input).item() <= 1.0)) {
@@ -252,9 +276,30 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                                   input.shape().str() + ")");
     }
   }
-  Tensor l = neg(target * clamp_min(log(input), -100.0) + rsub(target, 1.0) * clamp_min(log(rsub(input, 1.0)), -100.0));
-  if (weight.defined()) l = l * weight;
-  return named(reduce(l, r), "BinaryCrossEntropyBackward0");
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    Tensor l = neg(target * clamp_min(log(input), -100.0) + rsub(target, 1.0) * clamp_min(log(rsub(input, 1.0)), -100.0));
+    if (weight.defined()) l = l * weight;
+    out = reduce(l, r);
+  }
+  if (needs_grad(input, target)) {
+    const bool gx = input.requires_grad(), gt = target.requires_grad();
+    // the loss's own rule, as PyTorch's (its composed gradient would be 0/0 = NaN at x = 0 or 1):
+    //   dx = g w (x - t) / max(x (1 - x), 1e-12),  dt = g w (max(log(1 - x), -100) - max(log(x), -100))
+    record(out, "BinaryCrossEntropyBackward0", {input, target},
+           [sx = SavedTensor(input), st = SavedTensor(target), weight, r, shape = input.shape(), gx, gt](const Tensor& g) -> Grads {
+             const Tensor x = sx.get(), t = st.get();
+             Tensor ge = elementwise_grad(g, r, shape);
+             if (weight.defined()) ge = ge * weight;
+             Tensor dx, dt;
+             // PyTorch's EPSILON is the float 1e-12f, also in float64
+             if (gx) dx = ge * (x - t) / clamp_min(rsub(x, 1.0) * x, static_cast<double>(1e-12f));
+             if (gt) dt = ge * (clamp_min(log(rsub(x, 1.0)), -100.0) - clamp_min(log(x), -100.0));
+             return {dx, dt};
+           });
+  }
+  return out;
 }
 
 // PyTorch's stable form, with m = max(-x, 0) and lw = 1 + (pos_weight - 1) t (1 without pos_weight):
@@ -263,6 +308,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const std::string& reduction, const Tensor& pos_weight) {
   const Reduction r = parse_reduction(reduction, "binary_cross_entropy_with_logits");
   same_shapes(input, target, "binary_cross_entropy_with_logits");
+  check_floating(target, "binary_cross_entropy_with_logits");
+  check_weight(input, weight, "binary_cross_entropy_with_logits", "weight");
+  check_weight(input, pos_weight, "binary_cross_entropy_with_logits", "pos_weight");
   const Tensor m = clamp_min(neg(input), 0.0);
   const Tensor log_sum = log(exp(neg(m)) + exp(neg(input) - m));  // log(1 + exp(-x)) - m
   const Tensor linear_part = rsub(target, 1.0) * input;

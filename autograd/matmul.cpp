@@ -90,7 +90,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // matmul, then the bias added (AddBackward0).
   if (x.dim() != 2 || x.dtype() == kInt64) {  // int64: no addmm kernel, matmul's loop
     if (x.dim() == 3 && bias.defined() && x.is_contiguous() && x.dtype() != kInt64) {
-      return view(linear(reshape(x, {-1, x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
+      return view(linear(reshape(x, {x.size(0) * x.size(1), x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
     }
     const Tensor y = matmul(x, weight.t());
     return bias.defined() ? y + bias : y;

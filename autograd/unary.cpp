@@ -37,6 +37,10 @@ void record_unary(Tensor& y, const char* name, const Tensor& x, SavedTensor save
 
 Tensor neg(const Tensor& x) {
   detail::check_defined(x, "neg");
+  if (x.dtype() == kBool) {
+    throw std::invalid_argument("[neg] Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                                "invert a mask, use the `~` or `logical_not()` operator instead.");
+  }
   if (!is_floating(x.dtype())) return mul(x, -1.0);
   Tensor y = kernels::neg(x);
   // y = -x  =>  dx = -g
@@ -253,7 +257,7 @@ namespace {
 Tensor clamp_input(const Tensor& x, std::optional<double> lo, std::optional<double> hi, const char* op) {
   detail::check_defined(x, op);
   if (is_floating(x.dtype())) return x;
-  auto whole = [](std::optional<double> v) { return !v || std::floor(*v) == *v; };
+  auto whole = [](std::optional<double> v) { return !v || is_whole_number(*v); };
   return x.to(whole(lo) && whole(hi) ? kInt64 : kFloat32);
 }
 

@@ -3,6 +3,7 @@
 // PyTorch's (printed by torch 1.13 for the same calls; exact decimals).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -317,4 +318,103 @@ TEST(Traps, AZeroDimTensorDoesNotPromoteADimensionedOne) {
   sum(f32 * s).backward();
   EXPECT_EQ(s.grad().dtype(), kFloat64);
   EXPECT_EQ(s.grad().item(), 2.0);
+}
+
+// ---- found by reviewing this round's changes against PyTorch 1.13 ----
+
+namespace {
+
+// A golden list of numbers, "inf" / "-inf" / "nan" written as text.
+std::vector<double> numbers(const nlohmann::json& j) {
+  std::vector<double> v;
+  for (const auto& e : j) v.push_back(e.is_string() ? std::stod(e.get<std::string>()) : e.get<double>());
+  return v;
+}
+
+void expect_numbers(const Tensor& got, const nlohmann::json& want, double rtol) {
+  const std::vector<double> g = got.to_vector<double>(), w = numbers(want);
+  ASSERT_EQ(g.size(), w.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(w[i])) EXPECT_EQ(g[i], w[i]) << "element " << i;
+    else EXPECT_NEAR(g[i], w[i], rtol * std::abs(w[i]) + 1e-7) << "element " << i;
+  }
+}
+
+}  // namespace
+
+TEST(Traps, BinaryCrossEntropyHasAFiniteGradientAtZeroAndOne) {
+  // a saturated sigmoid (exactly 1.0 in float32) gave NaN gradients: the composed rule was 0/0
+  Tensor z = tensor({20.0, -1.0}).requires_grad_();
+  binary_cross_entropy(sigmoid(z), tensor({1.0, 1.0})).backward();
+  expect_numbers(z.grad(), traps_golden().at("bce_saturated").at("dz"), 1e-6);
+  Tensor x = tensor({0.0, 1.0, 0.0, 1.0}, kFloat64).requires_grad_();
+  binary_cross_entropy(x, tensor({0.0, 1.0, 1.0, 0.0}, kFloat64), {}, "sum").backward();
+  expect_numbers(x.grad(), traps_golden().at("bce_extremes").at("dx"), 1e-12);
+  // a weight may broadcast to the input's shape, never beyond it
+  EXPECT_THROW(binary_cross_entropy(full({3}, 0.5), full({3}, 0.5), ones({2, 3})), std::invalid_argument);
+  EXPECT_THROW(binary_cross_entropy_with_logits(ones({3}), ones({3}), {}, "mean", ones({2, 3})), std::invalid_argument);
+  EXPECT_THROW(binary_cross_entropy(full({2}, 0.5), tensor({1, 0})), std::invalid_argument);  // int64 target
+  EXPECT_THROW(cross_entropy(ones({2, 3}), full({2, 3}, 0.3), 0), std::invalid_argument);  // ignore_index, probabilities
+}
+
+TEST(Traps, PowOfTensorsHasPyTorchsGradientAtZero) {
+  // 0^0 and 0^2 gave NaN / -inf gradients; PyTorch masks them to 0
+  Tensor a = tensor({0.0, 0.0, 2.0, 0.0}, kFloat64).requires_grad_();
+  Tensor b = tensor({0.0, 2.0, 0.0, -1.0}, kFloat64).requires_grad_();
+  sum(pow(a, b)).backward();
+  expect_numbers(a.grad(), traps_golden().at("pow_grad_at_zero").at("da"), 1e-12);
+  expect_numbers(b.grad(), traps_golden().at("pow_grad_at_zero").at("db"), 1e-12);
+}
+
+TEST(Traps, InfiniteOrHugeScalarsAreFloats) {
+  // a whole double (inf, 1e30) turned an int64 tensor's scalar into int64: undefined behaviour
+  const auto& want = traps_golden().at("huge_scalars");
+  const Tensor t = tensor({1, 2});
+  std::vector<int64_t> gt_want;
+  for (bool b : want.at("gt").get<std::vector<bool>>()) gt_want.push_back(b);
+  EXPECT_EQ(gt(t, 1e30).to(kInt64).to_vector<int64_t>(), gt_want);
+  expect_numbers(t * INFINITY, want.at("times_inf"), 0);
+  EXPECT_EQ(dtype_name((t + 1e30).dtype()), want.at("plus_huge_dtype").get<std::string>());
+  expect_numbers(clamp(t, std::nullopt, 1e30), want.at("clamp_huge"), 0);
+}
+
+TEST(Traps, InPlaceOpsOnOverlappingMemory) {
+  // x.add_(x.t()) read elements it had already written; an expanded tensor written in place
+  // wrote one element several times. The first now reads a copy (PyTorch refuses it), the second
+  // is PyTorch's error.
+  Tensor x = tensor({{1.0, 2.0}, {3.0, 4.0}});
+  const Tensor want = x + x.t();
+  x.add_(x.t());
+  EXPECT_EQ(testutil::bit_mismatches<float>(x, want), 0);
+  Tensor y = tensor({{1.0, 2.0}, {3.0, 4.0}});
+  const Tensor want_mul = y * y.select(0, 0);
+  y.mul_(y.select(0, 0));
+  EXPECT_EQ(testutil::bit_mismatches<float>(y, want_mul), 0);
+  Tensor base = ones({1, 3});
+  Tensor e = base.expand({2, 3});
+  EXPECT_NE(error_of([&] { e.mul_(2.0); }).find("more than one element of the written-to tensor refers to a single memory location"),
+            std::string::npos);
+  EXPECT_THROW(e.add_(1.0), std::runtime_error);
+  EXPECT_EQ(base.to_vector<float>(), (std::vector<float>{1, 1, 1}));
+}
+
+TEST(Traps, BoolArithmeticAsPyTorch) {
+  const Tensor m = tensor({true, false, true}), n = tensor({true, true, false});
+  EXPECT_EQ((m + n).dtype(), kBool);
+  EXPECT_EQ((m + n).to(kInt64).to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ((m * n).to(kInt64).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ((m + 1.0).dtype(), kInt64);
+  EXPECT_NE(error_of([&] { m - n; }).find("Subtraction, the `-` operator, with a bool tensor is not supported"), std::string::npos);
+  EXPECT_THROW(1.0 - m, std::invalid_argument);
+  EXPECT_NE(error_of([&] { -m; }).find("Negation, the `-` operator, on a bool tensor is not supported"), std::string::npos);
+}
+
+TEST(Traps, LinearAndMatmulEdgeCases) {
+  // in_features 0 on a 3-D input could not infer its rows; masked_fill's result is contiguous as
+  // PyTorch's (it followed the input's transposed layout)
+  EXPECT_EQ(linear(zeros({2, 3, 0}), zeros({4, 0}), ones({4})).to_vector<float>(), std::vector<float>(24, 1.0f));
+  EXPECT_EQ(causal_qk_softmax(zeros({1, 1, 0}).expand({1, 3, 0}), zeros({1, 3, 0})).shape(), Size({1, 3, 3}));
+  const Tensor mf = masked_fill(randn({4, 3}).t(), tensor({true, false, true, false}), 0.0);
+  const auto& want = traps_golden().at("layout_masked_fill_transposed");
+  EXPECT_EQ(std::vector<int64_t>(mf.strides().begin(), mf.strides().end()), want.at("strides").get<std::vector<int64_t>>());
 }

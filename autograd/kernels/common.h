@@ -127,9 +127,10 @@ Tensor map_unary(const Tensor& a, DType out_dtype, F&& f) {
   return out;
 }
 
-// out = f(a, b) with a and b broadcast to `shape`, laid out as elementwise_strides says.
+// out = f(a, b) with a and b broadcast to `shape`, laid out as elementwise_strides says (or
+// contiguous, for the ops PyTorch computes on a contiguous clone, e.g. masked_fill).
 template <class TOut, class TA, class TB, class F>
-Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out_dtype, F&& f) {
+Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out_dtype, F&& f, bool contiguous_result = false) {
   const TA* pa = static_cast<const TA*>(a.impl()->storage->data);
   const TB* pb = static_cast<const TB*>(b.impl()->storage->data);
   if (a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape) {
@@ -141,7 +142,7 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
     return out;
   }
-  Tensor out = make_tensor(shape, elementwise_strides(shape, {&a, &b}), out_dtype);
+  Tensor out = contiguous_result ? make_tensor(shape, out_dtype) : make_tensor(shape, elementwise_strides(shape, {&a, &b}), out_dtype);
   TOut* po = out.data_ptr<TOut>();
   Strides sa = broadcast_strides(a, shape), sb = broadcast_strides(b, shape);
   walk_in_memory_order<3>(shape, {&out.strides(), &sa, &sb}, {0, a.storage_offset(), b.storage_offset()},

@@ -8,10 +8,10 @@
 namespace ag::kernels {
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
-  // one pass: out = mask ? value : t
+  // one pass: out = mask ? value : t, contiguous as PyTorch's (a contiguous clone, then filled)
   return dispatch_all(t.dtype(), [&]<typename T>() {
     const T v = static_cast<T>(value);
-    return detail::map_binary<T, T, uint8_t>(t, mask, t.shape(), t.dtype(), [v](T x, uint8_t m) { return m ? v : x; });
+    return detail::map_binary<T, T, uint8_t>(t, mask, t.shape(), t.dtype(), [v](T x, uint8_t m) { return m ? v : x; }, true);
   });
 }
 

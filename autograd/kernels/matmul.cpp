@@ -18,6 +18,8 @@ namespace {
 
 // How BLAS can read a (rows, cols) matrix with strides (rs, cs), if it can.
 std::optional<MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  // an empty matrix is never read (and counts as contiguous whatever its strides)
+  if (rows == 0 || cols == 0) return MatLayout{false, static_cast<int>(std::max<int64_t>(cols, 1))};
   if (rows <= 1) rs = std::max<int64_t>(cols, 1);  // a single row: its row stride never matters
   if (cols <= 1) cs = 1;
   if (rs > INT_MAX || cs > INT_MAX) return std::nullopt;

@@ -6,6 +6,7 @@ It writes tests/golden/traps.json: {"case name": {"grad_fn": ..., "shape": [...]
 The case names are the C++ test's keys; each case below says the call.
 """
 import json
+import math
 import os
 
 import torch
@@ -94,6 +95,35 @@ layout("layout_permuted_plus_broadcast", p234 + torch.randn(3, 1, dtype=torch.fl
 layout("layout_sliced_plus_one", torch.randn(3, 8, dtype=torch.float64)[:, ::2] + 1)
 layout("layout_transposed_gt", a43t > 0)
 layout("layout_expanded_times_transposed", torch.randn(3, 1, dtype=torch.float64).expand(3, 4) * a43t)
+
+# values where ag used to differ (found by review): saturated binary cross entropy, pow's gradient
+# at 0, infinite and huge scalars, masked_fill's layout
+def finite_or_text(v):  # JSON has no inf: "inf" / "-inf" / "nan" as text
+    if isinstance(v, list):
+        return [finite_or_text(e) for e in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
+def values(name, **tensors):
+    cases[name] = {k: finite_or_text(v.tolist() if torch.is_tensor(v) else v) for k, v in tensors.items()}
+
+
+z = torch.tensor([20.0, -1.0], requires_grad=True)
+F.binary_cross_entropy(torch.sigmoid(z), torch.tensor([1.0, 1.0])).backward()
+values("bce_saturated", dz=z.grad)
+x = torch.tensor([0.0, 1.0, 0.0, 1.0], dtype=torch.float64, requires_grad=True)
+F.binary_cross_entropy(x, torch.tensor([0.0, 1.0, 1.0, 0.0], dtype=torch.float64), reduction="sum").backward()
+values("bce_extremes", dx=x.grad)
+a = torch.tensor([0.0, 0.0, 2.0, 0.0], dtype=torch.float64, requires_grad=True)
+b = torch.tensor([0.0, 2.0, 0.0, -1.0], dtype=torch.float64, requires_grad=True)
+torch.pow(a, b).sum().backward()
+values("pow_grad_at_zero", da=a.grad, db=b.grad)
+t12 = torch.tensor([1, 2])
+values("huge_scalars", gt=torch.gt(t12, 1e30), times_inf=(t12 * float("inf")).tolist(),
+       plus_huge_dtype=str((t12 + 1e30).dtype), clamp_huge=torch.clamp(t12, max=1e30).tolist())
+layout("layout_masked_fill_transposed", a43t.masked_fill(torch.tensor([True, False, True, False]), 0.0))
 
 with open(OUT, "w") as f:
     json.dump(cases, f, indent=1, sort_keys=True)
