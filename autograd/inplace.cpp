@@ -193,8 +193,12 @@ std::function<void()> scalar_loop(Tensor& self, F f) {
 }  // namespace
 
 // `other` as an in-place op may read it while writing self: a copy when it shares self's memory in
-// another layout (x.add_(x.t()) would otherwise read elements it has already written).
+// another layout (x.add_(x.t()) would otherwise read elements it has already written); self itself
+// (s *= s) as an alias with self's history, so the node the op records, which saves its operand,
+// does not hold self's new node in a cycle (the saved alias goes stale with the write, and backward
+// throws as PyTorch's does).
 static Tensor readable_operand(const Tensor& self, const Tensor& other) {
+  if (other.impl() == self.impl()) return value_before(self, false);
   const bool same_view = other.storage_offset() == self.storage_offset() && other.shape() == self.shape() &&
                          other.strides() == self.strides();
   return self.shares_storage(other) && !same_view ? other.clone() : other;
@@ -212,9 +216,10 @@ Tensor& Tensor::add_(const Tensor& other0, double alpha) {
 }
 
 // self -= alpha other  (SubBackward0)
-Tensor& Tensor::sub_(const Tensor& other, double alpha) {
-  detail::check_defined(other, "sub_");
-  check_broadcastable_into(*this, other, "sub_");
+Tensor& Tensor::sub_(const Tensor& other0, double alpha) {
+  detail::check_defined(other0, "sub_");
+  check_broadcastable_into(*this, other0, "sub_");
+  const Tensor other = readable_operand(*this, other0);
   auto f = [&](const Tensor& self) { return alpha == 1.0 ? sub(self, other) : sub(self, mul(other, alpha)); };
   return apply_inplace(*this, "sub_", requires_grad_of(other), false, f);
 }
@@ -230,9 +235,10 @@ Tensor& Tensor::mul_(const Tensor& other0) {
 }
 
 // self /= other  (DivBackward0; other's gradient reads self's old value)
-Tensor& Tensor::div_(const Tensor& other) {
-  detail::check_defined(other, "div_");
-  check_broadcastable_into(*this, other, "div_");
+Tensor& Tensor::div_(const Tensor& other0) {
+  detail::check_defined(other0, "div_");
+  check_broadcastable_into(*this, other0, "div_");
+  const Tensor other = readable_operand(*this, other0);
   return apply_inplace(*this, "div_", requires_grad_of(other), requires_grad_of(other),
                        [&](const Tensor& self) { return div(self, other); });
 }
