@@ -159,6 +159,8 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 
 Tensor pow(const Tensor& x, double e) {
   detail::check_defined(x, "pow");
+  // an integer tensor to a whole power stays integer (ag's reading of a whole double as Python's int)
+  if (!is_floating(x.dtype()) && is_whole_number(e)) return pow(x, full({}, e, kInt64));
   Tensor y = kernels::pow(x, e);
   // y = x^e  =>  dx = g e x^(e-1)  (0 for e = 0)
   if (needs_grad(x)) {

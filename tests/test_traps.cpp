@@ -294,6 +294,10 @@ TEST(Traps, IntegerDtypeRulesAsPyTorch) {
   EXPECT_EQ(p.to_vector<int64_t>(), (std::vector<int64_t>{8, 9, 1}));
   EXPECT_EQ(error_of([&] { pow(tensor({2}), tensor({-1})); }), "[pow] Integers to negative integer powers are not allowed.");
   EXPECT_EQ(pow(tensor({2}), tensor({0.5})).dtype(), kFloat32);
+  EXPECT_EQ(pow(tensor({2, 3}), 2.0).to_vector<int64_t>(), (std::vector<int64_t>{4, 9}));  // torch: t.pow(2)
+  EXPECT_EQ(pow(tensor({true, false}), 2.0).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  EXPECT_THROW(pow(tensor({2}), -1.0), std::invalid_argument);
+  EXPECT_EQ(pow(tensor({2}), 0.5).dtype(), kFloat32);
   EXPECT_THROW(gelu(i), std::invalid_argument);
   EXPECT_EQ(div(i, tensor({2})).dtype(), kFloat32);  // true division
 }
