@@ -1,6 +1,7 @@
 // The whole autograd layer in one include: tensors, ops, the engine, gradcheck, the generator.
 #pragma once
 
+#include "anomaly.h"
 #include "dtype.h"
 #include "functional.h"
 #include "generator.h"

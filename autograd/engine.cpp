@@ -41,6 +41,12 @@ GradModeGuard::GradModeGuard(bool on) : prev_(g_grad_enabled) { g_grad_enabled =
 GradModeGuard::~GradModeGuard() { g_grad_enabled = prev_; }
 
 namespace {
+thread_local detail::BackwardObserver* g_observer = nullptr;
+}  // namespace
+detail::BackwardObserver* detail::backward_observer() { return g_observer; }
+void detail::set_backward_observer(BackwardObserver* o) { g_observer = o; }
+
+namespace {
 // The node whose backward the engine is running on this thread: the grad_fn a saved output gets
 // back when it is unpacked while a graph is recorded.
 thread_local const std::shared_ptr<Node>* g_running = nullptr;
@@ -61,6 +67,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
   t_ = is_output ? t.detach() : t;
   version_ = t.impl()->storage->version;
+  output_nr_ = t.impl()->output_nr;
 }
 
 Tensor SavedTensor::get() const {
@@ -75,6 +82,7 @@ Tensor SavedTensor::get() const {
   if (is_output_ && g_grad_enabled && g_running) {  // the output, with its history: its own node
     Tensor out = t_.detach();
     out.impl()->grad_fn = *g_running;
+    out.impl()->output_nr = output_nr_;
     out.impl()->requires_grad = true;
     return out;
   }
@@ -97,9 +105,10 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
+// The node of an op over `inputs`, with one edge per input (to its grad_fn or to the leaf).
+static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, std::size_t n) {
   auto node = detail::make_pooled<Node>();
-  node->name = name;
+  node->name_ = name;
   node->next.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Tensor& in = inputs[i];
@@ -113,15 +122,26 @@ static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::s
                                  "in-place op");
       }
       e.shape = in.shape();
-      if (impl->grad_fn) e.fn = impl->grad_fn;
-      else e.leaf = in.impl_ptr();
+      if (impl->grad_fn) {
+        e.fn = impl->grad_fn;
+        e.input_nr = impl->output_nr;
+      } else {
+        e.leaf = in.impl_ptr();
+      }
     }
     node->next.push_back(std::move(e));
   }
+  return node;
+}
+
+static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
+  auto node = make_node(name, inputs, n);
   node->backward = std::move(fn);
   node->shape = out.shape();
   node->dtype = out.dtype();
+  if (detail::anomaly_mode_on()) detail::anomaly_record(*node, {out});
   out.impl()->grad_fn = std::move(node);
+  out.impl()->output_nr = 0;
   out.impl()->requires_grad = true;
 }
 
@@ -131,6 +151,23 @@ void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs,
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
   record_n(out, name, inputs.data(), inputs.size(), std::move(fn));
+}
+
+void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differentiable, const char* name,
+                  const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
+  if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
+  auto node = make_node(name, inputs.data(), inputs.size());
+  node->backward_multi = std::move(fn);
+  node->num_outputs = static_cast<uint32_t>(outs.size());
+  node->shape = outs[0].shape();
+  node->dtype = outs[0].dtype();
+  if (detail::anomaly_mode_on()) detail::anomaly_record(*node, outs);
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    if (k < differentiable.size() && !differentiable[k]) continue;
+    outs[k].impl()->grad_fn = node;
+    outs[k].impl()->output_nr = static_cast<uint32_t>(k);
+    outs[k].impl()->requires_grad = true;
+  }
 }
 
 // Adds g into a leaf's .grad. Without a graph being recorded the first gradient is copied (so
@@ -170,7 +207,7 @@ static void check_grad(std::string_view name, std::size_t i, const Edge& e, cons
 }
 
 static std::string second_time_message(const Node* node) {
-  return "[backward] trying to backward through the graph a second time (" + std::string(node->name) +
+  return "[backward] trying to backward through the graph a second time (" + std::string(node->name_) +
          " was already freed). Specify retain_graph=true on the first backward call if you need to backward twice";
 }
 
@@ -226,6 +263,42 @@ void mark_needed(const std::vector<Node*>& roots, const Targets& t, uint64_t pas
 
 }  // namespace
 
+// Runs the hooks registered on a gradient, in order: each may replace it (same shape) or, by
+// returning an undefined tensor, leave it.
+static Tensor run_hooks(const char* what, const std::vector<detail::HookEntry>& hooks, Tensor g) {
+  for (const detail::HookEntry& h : hooks) {
+    if (!h.fn) continue;  // removed
+    Tensor r = h.fn(g);
+    if (!r.defined()) continue;
+    if (r.shape() != g.shape()) {
+      throw std::runtime_error(std::string("[hook] a hook on ") + what + " returned a gradient of shape " +
+                               r.shape().str() + " for a gradient of shape " + g.shape().str());
+    }
+    g = std::move(r);
+  }
+  return g;
+}
+
+// The hooks on a node's outputs (registered on the non-leaf tensors it made), then the outputs
+// that retain their gradient: as in PyTorch 1.13, a retained gradient is the one after all hooks.
+static void run_output_hooks(const Node& n, Tensor* grads) {
+  for (const NodeMeta::OutputHook& h : n.meta->hooks) {
+    Tensor& g = grads[h.output_nr];
+    if (!h.fn || !g.defined()) continue;
+    Tensor r = h.fn(g);
+    if (!r.defined()) continue;
+    if (r.shape() != g.shape()) {
+      throw std::runtime_error("[hook] a hook on an output of " + n.name() + " returned a gradient of shape " +
+                               r.shape().str() + " for a gradient of shape " + g.shape().str());
+    }
+    g = std::move(r);
+  }
+  for (const auto& [k, weak] : n.meta->retained) {
+    std::shared_ptr<TensorImpl> t = weak.lock();
+    if (t && grads[k].defined()) accumulate_leaf(t.get(), grads[k]);
+  }
+}
+
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
                                  bool create_graph, const std::vector<Tensor>& inputs) {
   GradModeGuard mode(create_graph);
@@ -254,60 +327,108 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     n->visited_in = pass;
     n->pending_consumers = 0;
     n->pending_grad = Tensor();
+    if (n->num_outputs > 1) n->pending_more.assign(n->num_outputs - 1, Tensor());
     n->needed = accumulate ? 1 : -1;
     if (create_graph) recording.push_back(n);
     return true;
   };
-  for (std::size_t r = 0; r < roots.size(); ++r) {
-    Node* n = roots[r].grad_fn().get();
-    if (!n) {  // backward on a leaf: its gradient is the seed itself
-      if (accumulate) accumulate_leaf(roots[r].impl(), grads[r]);
-      else capture_leaf(roots[r].impl(), grads[r]);
-      continue;
+  // A leaf with hooks gets the sum of its gradients once: the pass counts the edges that lead to
+  // it and holds the sum until the last one delivered (or the pass ends).
+  std::vector<TensorImpl*> hooked;
+  auto count_leaf = [&](TensorImpl* leaf) {
+    detail::LeafHooks* lh = leaf->leaf_hooks.get();
+    if (!lh || lh->hooks.empty()) return;
+    if (lh->pass != pass) {
+      lh->pass = pass;
+      lh->pending = 0;
+      lh->sum = Tensor();
+      hooked.push_back(leaf);
     }
-    if (first_visit(roots[r].grad_fn())) root_nodes.push_back(n);
-  }
-  std::vector<Node*> stack(root_nodes);
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const Edge& e : n->next) {
-      if (!e.fn) continue;
-      if (first_visit(e.fn)) stack.push_back(e.fn.get());
-      ++e.fn->pending_consumers;
+    ++lh->pending;
+  };
+  auto finish_leaf = [&](TensorImpl* leaf, Tensor g) {
+    if (leaf->leaf_hooks) g = run_hooks("a leaf", leaf->leaf_hooks->hooks, std::move(g));
+    if (accumulate) accumulate_leaf(leaf, g);
+    else capture_leaf(leaf, g);
+  };
+  auto deliver_leaf = [&](TensorImpl* leaf, const Tensor& g) {
+    detail::LeafHooks* lh = leaf->leaf_hooks.get();
+    if (lh && lh->pass == pass && lh->pending > 0) {
+      if (g.defined()) lh->sum = sum_grads(lh->sum, g);
+      if (--lh->pending > 0) return;
+      Tensor s = std::move(lh->sum);
+      lh->sum = Tensor();
+      if (s.defined()) finish_leaf(leaf, std::move(s));
+      return;
     }
-  }
-  if (!accumulate) {
-    // ag::grad meeting a freed node cannot tell whether an input lies past it: rather than
-    // return a gradient that may be missing that path, it says the graph was freed
-    const Node* freed = nullptr;
-    mark_needed(root_nodes, targets, pass, &freed);
-    if (freed) throw std::runtime_error(second_time_message(freed));
-  }
-
-  // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
-  //    which are summed (a tensor used on two paths gets both contributions).
-  for (std::size_t r = 0; r < roots.size(); ++r) {
-    Node* n = roots[r].grad_fn().get();
-    if (n) n->pending_grad = sum_grads(n->pending_grad, grads[r]);
-  }
-  std::vector<std::shared_ptr<Node>> ready;
-  for (std::size_t r = 0; r < roots.size(); ++r) {
-    const std::shared_ptr<Node>& n = roots[r].grad_fn();
-    if (n && n->needed > 0 && n->pending_consumers == 0) {
-      n->pending_consumers = -1;  // queued (a root listed twice is queued once)
-      ready.push_back(n);
-    }
-  }
+    if (g.defined()) finish_leaf(leaf, g);
+  };
   try {
+    for (std::size_t r = 0; r < roots.size(); ++r) {
+      Node* n = roots[r].grad_fn().get();
+      if (!n) {  // backward on a leaf: its gradient is the seed itself
+        finish_leaf(roots[r].impl(), grads[r]);
+        continue;
+      }
+      if (first_visit(roots[r].grad_fn())) root_nodes.push_back(n);
+    }
+    std::vector<Node*> stack(root_nodes);
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge& e : n->next) {
+        if (e.leaf) count_leaf(e.leaf.get());
+        if (!e.fn) continue;
+        if (first_visit(e.fn)) stack.push_back(e.fn.get());
+        ++e.fn->pending_consumers;
+      }
+    }
+    if (!accumulate) {
+      // ag::grad meeting a freed node cannot tell whether an input lies past it: rather than
+      // return a gradient that may be missing that path, it says the graph was freed
+      const Node* freed = nullptr;
+      mark_needed(root_nodes, targets, pass, &freed);
+      if (freed) throw std::runtime_error(second_time_message(freed));
+    }
+
+    // 2. Kahn's algorithm: a node runs once all its consumers have handed it their gradients,
+    //    which are summed (a tensor used on two paths gets both contributions).
+    for (std::size_t r = 0; r < roots.size(); ++r) {
+      Node* n = roots[r].grad_fn().get();
+      if (!n) continue;
+      const uint32_t k = roots[r].impl()->output_nr;
+      Tensor& slot = k == 0 ? n->pending_grad : n->pending_more[k - 1];
+      slot = sum_grads(slot, grads[r]);
+    }
+    std::vector<std::shared_ptr<Node>> ready;
+    for (std::size_t r = 0; r < roots.size(); ++r) {
+      const std::shared_ptr<Node>& n = roots[r].grad_fn();
+      if (n && n->needed > 0 && n->pending_consumers == 0) {
+        n->pending_consumers = -1;  // queued (a root listed twice is queued once)
+        ready.push_back(n);
+      }
+    }
+    detail::BackwardObserver* observer = detail::backward_observer();
+    std::vector<Tensor> outs;  // the gradients of a node's outputs, when it has several, hooks or an observer
     while (!ready.empty()) {
       std::shared_ptr<Node> node = std::move(ready.back());
       ready.pop_back();
-      const Tensor g = std::move(node->pending_grad);
+      Tensor g = std::move(node->pending_grad);
       node->pending_grad = Tensor();
+      const bool several = node->num_outputs > 1 || node->backward_multi || node->meta || observer;
+      if (several) {
+        outs.assign(1, std::move(g));
+        for (Tensor& m : node->pending_more) outs.push_back(std::move(m));
+        node->pending_more.clear();
+        if (node->meta) run_output_hooks(*node, outs.data());
+        g = outs[0];
+      }
       if (!accumulate) {  // an input that is not a leaf: its gradient is what reached its node
-        for (std::size_t i = 0; i < inputs.size(); ++i)
-          if (targets.nodes[i] == node.get() && g.defined()) captured[i] = sum_grads(captured[i], g);
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          if (targets.nodes[i] != node.get()) continue;
+          const Tensor& gi = several ? outs[inputs[i].impl()->output_nr] : g;
+          if (gi.defined()) captured[i] = sum_grads(captured[i], gi);
+        }
       }
       // Whether anything past this node is wanted (always, for backward; for ag::grad, an input
       // below it)
@@ -317,42 +438,60 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         run = (e.leaf && targets.is_leaf_target(e.leaf.get())) || (e.fn && e.fn->needed > 0);
       }
       if (!run) continue;
-      if (node->released) {
-        throw std::runtime_error(
-            second_time_message(node.get()));
-      }
+      if (node->released) throw std::runtime_error(second_time_message(node.get()));
 
       Grads node_grads;
-      if (g.defined()) {
+      bool any = g.defined();
+      if (several)
+        for (const Tensor& o : outs) any = any || o.defined();
+      if (any) {
         RunningNode running(node);
-        node_grads = node->backward(g);
+        node_grads = node->backward_multi ? node->backward_multi(outs) : node->backward(g);
         if (node_grads.size() != node->next.size()) {
-          throw std::logic_error("[autograd] " + std::string(node->name) + " returned " + std::to_string(node_grads.size()) +
+          throw std::logic_error("[autograd] " + node->name() + " returned " + std::to_string(node_grads.size()) +
                                  " gradients for " + std::to_string(node->next.size()) + " inputs");
         }
+        if (detail::anomaly_mode_on()) detail::anomaly_check(*node, node_grads);
+        if (observer) observer->node_ran(*node, outs, node_grads);
       }
       if (!retain_graph) {  // free saved tensors (and, below, the edges) as we go
         node->backward = nullptr;
+        node->backward_multi = nullptr;
         node->released = true;
       }
       const auto& edges = node->next;
       for (std::size_t i = 0; i < edges.size(); ++i) {
         const Edge& e = edges[i];
         const bool has = i < node_grads.size() && node_grads[i].defined() && e.active();
-        if (has) check_grad(node->name, i, e, node_grads[i]);
-        if (e.leaf && has) {
-          if (accumulate) accumulate_leaf(e.leaf.get(), node_grads[i]);
-          else capture_leaf(e.leaf.get(), node_grads[i]);
-        }
+        if (has) check_grad(node->name_, i, e, node_grads[i]);
+        if (e.leaf) deliver_leaf(e.leaf.get(), has ? node_grads[i] : Tensor());
         if (!e.fn || e.fn->needed <= 0) continue;
         Node* m = e.fn.get();
-        if (has) m->pending_grad = sum_grads(m->pending_grad, node_grads[i]);
+        if (has) {
+          Tensor& slot = e.input_nr == 0 ? m->pending_grad : m->pending_more[e.input_nr - 1];
+          slot = sum_grads(slot, node_grads[i]);
+        }
         if (--m->pending_consumers == 0) ready.push_back(e.fn);
       }
       if (!retain_graph) node->next.clear();
     }
+    // leaves whose hooks still wait for a gradient that never came (a path that did not run)
+    for (TensorImpl* leaf : hooked) {
+      detail::LeafHooks* lh = leaf->leaf_hooks.get();
+      Tensor s = std::move(lh->sum);
+      lh->sum = Tensor();
+      lh->pending = 0;
+      if (s.defined()) finish_leaf(leaf, std::move(s));
+    }
   } catch (...) {
-    for (const std::shared_ptr<Node>& n : recording) n->pending_grad = Tensor();
+    for (const std::shared_ptr<Node>& n : recording) {
+      n->pending_grad = Tensor();
+      n->pending_more.clear();
+    }
+    for (TensorImpl* leaf : hooked) {
+      leaf->leaf_hooks->sum = Tensor();
+      leaf->leaf_hooks->pending = 0;
+    }
     throw;
   }
   return captured;

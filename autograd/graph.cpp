@@ -31,7 +31,7 @@ std::string to_dot(const Tensor& root, const std::vector<std::pair<std::string, 
   std::vector<const Node*> queue{root.grad_fn().get()};
   bool fresh = false;
   const std::string root_id = id_of(queue[0], fresh);
-  nodes << "  " << root_id << " [label=\"" << queue[0]->name << "\\n" << queue[0]->shape.str()
+  nodes << "  " << root_id << " [label=\"" << queue[0]->name_ << "\\n" << queue[0]->shape.str()
         << "\", shape=box, style=filled, fillcolor=\"#dbe8fb\"];\n";
   for (std::size_t qi = 0; qi < queue.size(); ++qi) {
     const Node* n = queue[qi];
@@ -41,7 +41,7 @@ std::string to_dot(const Tensor& root, const std::vector<std::pair<std::string, 
       if (e.fn) {
         const std::string in = id_of(e.fn.get(), fresh);
         if (fresh) {
-          nodes << "  " << in << " [label=\"" << e.fn->name << "\\n" << e.fn->shape.str() << "\", shape=box];\n";
+          nodes << "  " << in << " [label=\"" << e.fn->name_ << "\\n" << e.fn->shape.str() << "\", shape=box];\n";
           queue.push_back(e.fn.get());
         }
         edges << "  " << in << " -> " << me << ";\n";

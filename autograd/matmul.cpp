@@ -54,18 +54,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // The last node gets PyTorch's name for each case.
   if (a.dim() == 1 && b.dim() == 1) {
     Tensor out = reshape(matmul_nd(unsqueeze(a, 0), unsqueeze(b, 1), "MmBackward0"), {});
-    if (out.grad_fn()) out.grad_fn()->name = "DotBackward0";
+    if (out.grad_fn()) out.grad_fn()->name_ = "DotBackward0";
     return out;
   }
   if (a.dim() == 1) {
     Tensor out = squeeze(matmul_nd(unsqueeze(a, 0), b, b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -2);
     // SqueezeBackward4, as the seed notebooks print it (PyTorch 2's name; 1.13 says SqueezeBackward3)
-    if (out.grad_fn()) out.grad_fn()->name = b.dim() == 2 ? "SqueezeBackward4" : "UnsafeViewBackward0";
+    if (out.grad_fn()) out.grad_fn()->name_ = b.dim() == 2 ? "SqueezeBackward4" : "UnsafeViewBackward0";
     return out;
   }
   if (b.dim() == 1) {
     Tensor out = squeeze(matmul_nd(a, unsqueeze(b, 1), a.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -1);
-    if (out.grad_fn()) out.grad_fn()->name = a.dim() == 2 ? "MvBackward0" : "UnsafeViewBackward0";
+    if (out.grad_fn()) out.grad_fn()->name_ = a.dim() == 2 ? "MvBackward0" : "UnsafeViewBackward0";
     return out;
   }
   // PyTorch 1.13 computes (2-D) @ (batched) as (b^T @ a^T)^T made contiguous: CloneBackward0

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -26,7 +28,8 @@ struct Node;
 struct Edge {
   std::shared_ptr<Node> fn;
   std::shared_ptr<TensorImpl> leaf;
-  Size shape;  // the input's shape: the engine checks every gradient against it
+  Size shape;             // the input's shape: the engine checks every gradient against it
+  uint32_t input_nr = 0;  // which output of `fn` the input is (0 but for multi-output nodes)
   bool active() const { return fn || leaf; }
 };
 
@@ -95,20 +98,65 @@ class BackwardFn {
   void (*destroy_)(void*) noexcept = nullptr;
 };
 
+// The backward of a node with several outputs (a custom Function): one gradient per output
+// (undefined where none arrived) -> one gradient per input.
+using MultiBackwardFn = std::function<Grads(const std::vector<Tensor>&)>;
+
+namespace detail {
+struct HookEntry {
+  unsigned id;
+  GradHook fn;
+};
+// A leaf's gradient hooks. In a backward pass the gradients reaching the leaf are summed first
+// and the hooks see the sum once (PyTorch runs them as pre-hooks of the AccumulateGrad node).
+struct LeafHooks {
+  std::vector<HookEntry> hooks;
+  uint64_t pass = 0;  // scratch of the pass that last met the leaf:
+  int pending = 0;    // edges still to deliver,
+  Tensor sum;         // the sum so far
+};
+}  // namespace detail
+
+// What only some nodes carry: hooks on their outputs, outputs that retain their gradient, the
+// leaf of an AccumulateGrad node, and the anomaly-mode record of where the node was made.
+struct NodeMeta {
+  struct OutputHook {
+    unsigned id;
+    uint32_t output_nr;
+    GradHook fn;
+  };
+  std::vector<OutputHook> hooks;
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;  // (output, tensor) pairs
+  std::shared_ptr<TensorImpl> variable;                                 // AccumulateGrad: its leaf
+  std::string created;  // anomaly mode: "node #17 (made under the label ... at file:line)"
+};
+
 struct Node {
   Node();
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // PyTorch's grad_fn name, e.g. "MmBackward0": a string literal (names are never built at run
-  // time, so a node costs no string allocation).
-  std::string_view name;
+  // PyTorch's grad_fn name, e.g. "MmBackward0": name_ is a string literal (or a custom
+  // Function's static name), never built per node, so a node costs no string allocation.
+  std::string name() const { return std::string(name_); }
+  // PyTorch's grad_fn.next_functions: per input, the node its gradient goes to and which output
+  // of that node the input is. A leaf that requires grad shows as its AccumulateGrad node (the
+  // same node each time while one is held, as in PyTorch); an input that needs no gradient as
+  // {nullptr, 0}.
+  std::vector<std::pair<std::shared_ptr<Node>, int64_t>> next_functions() const;
+  // For an AccumulateGrad node: the leaf it accumulates into (PyTorch's .variable); else undefined.
+  Tensor variable() const;
+
+  std::string_view name_;
   SmallVec<Edge, 2> next;
   BackwardFn backward;
-  Size shape;  // of the output this node produced
+  MultiBackwardFn backward_multi;  // set instead of `backward` by a node with several outputs
+  Size shape;  // of the (first) output this node produced
   DType dtype = kFloat32;
+  uint32_t num_outputs = 1;
   bool released = false;  // set once backward ran without retain_graph
+  std::unique_ptr<NodeMeta> meta;  // null for almost every node
 
   // Scratch state of one backward pass (run_backward), kept here instead of in hash maps: the
   // pass that last visited the node, how many consumers have not yet handed over their gradient,
@@ -116,6 +164,7 @@ struct Node {
   uint64_t visited_in = 0;
   int pending_consumers = 0;
   Tensor pending_grad;
+  std::vector<Tensor> pending_more;  // outputs 1.. of a multi-output node
   int8_t needed = -1;  // ag::grad: whether the node leads to an input (-1 not known yet)
 };
 
@@ -137,7 +186,28 @@ class SavedTensor {
   Tensor t_;
   uint64_t version_ = 0;
   bool is_output_ = false;
+  uint32_t output_nr_ = 0;
 };
+
+namespace detail {
+// Anomaly mode (anomaly.h): a flag read by every record() and backward step, so it costs one
+// load when off.
+extern bool g_anomaly_enabled;
+inline bool anomaly_mode_on() { return g_anomaly_enabled; }
+// Notes where `node` was made, and whether its outputs hold a NaN or Inf (the first such op).
+void anomaly_record(Node& node, const std::vector<Tensor>& outs);
+// Throws if a gradient `node` returned holds a NaN or Inf, naming the node and where it was made.
+void anomaly_check(const Node& node, const Grads& grads);
+
+// Sees each node the engine runs on this thread (the tape explorer records a backward pass with
+// it): the gradients of its outputs (after hooks) and the gradients it returned per input.
+struct BackwardObserver {
+  virtual ~BackwardObserver() = default;
+  virtual void node_ran(const Node& node, const std::vector<Tensor>& grad_outputs, const Grads& grad_inputs) = 0;
+};
+BackwardObserver* backward_observer();
+void set_backward_observer(BackwardObserver* o);  // null: none
+}  // namespace detail
 
 // Grad mode: ops record history only when it is enabled (the default).
 bool grad_enabled();
@@ -179,6 +249,10 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 // `name` must outlive the node (a string literal).
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn);
+// One node for several outputs (a custom Function): outs[k] becomes output k of the node, except
+// where differentiable[k] is false (it keeps no history, as PyTorch's non-differentiable outputs).
+void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differentiable, const char* name,
+                  const std::vector<Tensor>& inputs, MultiBackwardFn fn);
 
 // zero_grad of Module and the optimizers: each defined .grad set to none, or zeroed in place; a
 // .grad recorded with create_graph is detached first, as PyTorch's zero_grad does.

@@ -170,7 +170,7 @@ std::string repr(const Tensor& t) {
     Formatter f(vals, plains, floating);
     body = p.str(0, 0, indent, f);
   }
-  if (t.grad_fn()) suffixes.push_back("grad_fn=<" + std::string(t.grad_fn()->name) + ">");
+  if (t.grad_fn()) suffixes.push_back("grad_fn=<" + std::string(t.grad_fn()->name_) + ">");
   else if (t.requires_grad()) suffixes.push_back("requires_grad=True");
 
   // Suffixes go on the last line if they fit in the line width, else on a new line.

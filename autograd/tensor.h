@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -22,7 +23,12 @@ namespace ag {
 struct Node;
 class Tensor;
 
+// A gradient hook (Tensor::register_hook): returns a replacement gradient, or an undefined
+// tensor to leave the gradient as it is.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
 namespace detail {
+struct LeafHooks;
 // The error for an op given an undefined tensor (a default-constructed Tensor, or .grad() before
 // any backward): std::logic_error "[op] ... undefined tensor ...".
 [[noreturn]] void undefined_tensor(const char* op);
@@ -42,7 +48,12 @@ struct TensorImpl {
   // autograd
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;     // null for leaves
-  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
+  uint32_t output_nr = 0;            // which output of grad_fn this tensor is
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf (or of a non-leaf that retains it)
+  bool retains_grad = false;         // retain_grad() was called on this non-leaf
+  // hooks on a leaf's gradient, and its AccumulateGrad node while one is held (next_functions)
+  std::shared_ptr<detail::LeafHooks> leaf_hooks;
+  std::weak_ptr<Node> grad_accumulator;
   // A view that is part of a graph remembers the storage version it was made at: if its base is
   // later modified in place, the view's history is stale and using it in a graph is an error.
   bool is_view = false;
@@ -107,6 +118,17 @@ class Tensor {
   // t.set_grad({}) is PyTorch's t.grad = None: the next backward starts a fresh gradient.
   void set_grad(const Tensor& g) const { const_cast<TensorImpl&>(checked("set_grad")).grad = g.impl_; }
   const std::shared_ptr<Node>& grad_fn() const { return checked("grad_fn").grad_fn; }
+  int64_t output_nr() const { return checked("output_nr").output_nr; }
+  // A non-leaf keeps its gradient in .grad after backward (summed over backward calls, as a
+  // leaf's); a no-op on a leaf. Throws on a tensor that does not require grad.
+  void retain_grad() const;
+  bool retains_grad() const;
+  // Calls `hook` with the gradient of this tensor each time one is computed, before it is used
+  // (a leaf: before it is accumulated into .grad; a non-leaf: before its grad_fn runs). The hook
+  // returns a replacement, or an undefined tensor to keep the gradient. Hooks run in the order
+  // they were registered; the id removes one.
+  unsigned register_hook(GradHook hook) const;
+  void remove_hook(unsigned id) const;
   // Backpropagates from this tensor, accumulating into the .grad of the leaves. Without
   // `gradient` the tensor must hold one element. retain_graph defaults to create_graph; with
   // create_graph the backward pass records its own graph, and .grad is accumulated out of place

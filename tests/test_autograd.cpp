@@ -134,27 +134,27 @@ TEST(GradFn, NamesFollowPyTorch) {
   Tensor a = ones({2, 3}).requires_grad_();
   Tensor b = ones({3, 4}).requires_grad_();
   Tensor v = ones({3}).requires_grad_();
-  EXPECT_EQ(matmul(a, b).grad_fn()->name, "MmBackward0");
-  EXPECT_EQ(matmul(v, b).grad_fn()->name, "SqueezeBackward4");
-  EXPECT_EQ(matmul(a, v).grad_fn()->name, "MvBackward0");
-  EXPECT_EQ(matmul(v, v).grad_fn()->name, "DotBackward0");
-  EXPECT_EQ((a + a).grad_fn()->name, "AddBackward0");
-  EXPECT_EQ((1.0 - a).grad_fn()->name, "RsubBackward1");
-  EXPECT_EQ(sum(a).grad_fn()->name, "SumBackward0");
-  EXPECT_EQ(sum(a, {0}).grad_fn()->name, "SumBackward1");
-  EXPECT_EQ(softmax(a, -1).grad_fn()->name, "SoftmaxBackward0");
-  EXPECT_EQ(masked_fill(a, gt(a, 0.0), 0.0).grad_fn()->name, "MaskedFillBackward0");
-  EXPECT_EQ(cat({a, a}, 0).grad_fn()->name, "CatBackward0");
-  EXPECT_EQ(stack({a, a}, 0).grad_fn()->name, "StackBackward0");
-  EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->name, "NllLossBackward0");
-  EXPECT_EQ(layer_norm(a, {3}).grad_fn()->name, "NativeLayerNormBackward0");
-  EXPECT_EQ(a.view({3, 2}).grad_fn()->name, "ViewBackward0");
-  EXPECT_EQ(a.transpose(0, 1).grad_fn()->name, "TransposeBackward0");
-  EXPECT_EQ(a.T().grad_fn()->name, "PermuteBackward0");
-  EXPECT_EQ(a.unsqueeze(0).grad_fn()->name, "UnsqueezeBackward0");
-  EXPECT_EQ(a[0].grad_fn()->name, "SelectBackward0");
-  EXPECT_EQ(a.slice(1, 1, std::nullopt).grad_fn()->name, "SliceBackward0");
-  EXPECT_EQ(embedding(b, tensor({0})).grad_fn()->name, "EmbeddingBackward0");
+  EXPECT_EQ(matmul(a, b).grad_fn()->name(), "MmBackward0");
+  EXPECT_EQ(matmul(v, b).grad_fn()->name(), "SqueezeBackward4");
+  EXPECT_EQ(matmul(a, v).grad_fn()->name(), "MvBackward0");
+  EXPECT_EQ(matmul(v, v).grad_fn()->name(), "DotBackward0");
+  EXPECT_EQ((a + a).grad_fn()->name(), "AddBackward0");
+  EXPECT_EQ((1.0 - a).grad_fn()->name(), "RsubBackward1");
+  EXPECT_EQ(sum(a).grad_fn()->name(), "SumBackward0");
+  EXPECT_EQ(sum(a, {0}).grad_fn()->name(), "SumBackward1");
+  EXPECT_EQ(softmax(a, -1).grad_fn()->name(), "SoftmaxBackward0");
+  EXPECT_EQ(masked_fill(a, gt(a, 0.0), 0.0).grad_fn()->name(), "MaskedFillBackward0");
+  EXPECT_EQ(cat({a, a}, 0).grad_fn()->name(), "CatBackward0");
+  EXPECT_EQ(stack({a, a}, 0).grad_fn()->name(), "StackBackward0");
+  EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->name(), "NllLossBackward0");
+  EXPECT_EQ(layer_norm(a, {3}).grad_fn()->name(), "NativeLayerNormBackward0");
+  EXPECT_EQ(a.view({3, 2}).grad_fn()->name(), "ViewBackward0");
+  EXPECT_EQ(a.transpose(0, 1).grad_fn()->name(), "TransposeBackward0");
+  EXPECT_EQ(a.T().grad_fn()->name(), "PermuteBackward0");
+  EXPECT_EQ(a.unsqueeze(0).grad_fn()->name(), "UnsqueezeBackward0");
+  EXPECT_EQ(a[0].grad_fn()->name(), "SelectBackward0");
+  EXPECT_EQ(a.slice(1, 1, std::nullopt).grad_fn()->name(), "SliceBackward0");
+  EXPECT_EQ(embedding(b, tensor({0})).grad_fn()->name(), "EmbeddingBackward0");
 }
 
 // ---- in-place safety ----
@@ -204,7 +204,7 @@ TEST(InPlace, MaskedFillInPlaceOnNonLeafIsDifferentiable) {
   Tensor s = x * 2.0;
   Tensor mask = tensor({{0, 1}, {0, 0}}, kBool);
   s.masked_fill_(mask, -INFINITY);
-  EXPECT_EQ(s.grad_fn()->name, "MaskedFillBackward0");
+  EXPECT_EQ(s.grad_fn()->name(), "MaskedFillBackward0");
   sum(softmax(s, -1) * tensor({{1.0, 0.0}, {0.0, 1.0}}, kFloat64)).backward();
   // row 0: softmax([2, -inf]) = [1, 0] has zero gradient; the filled entry gets none
   const auto g = x.grad().to_vector<double>();

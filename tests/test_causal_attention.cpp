@@ -41,7 +41,7 @@ void expect_qk_match(const Tensor& q0, const Tensor& k0, double divisor) {
   Tensor y1 = causal_qk_softmax(q1, k1, divisor);
   Tensor y2 = causal_softmax(matmul(q2, k2.transpose(-2, -1)), divisor);
   const std::string where = "q " + q0.shape().str() + ", k " + k0.shape().str();
-  EXPECT_EQ(y1.grad_fn()->name, "CausalQKSoftmaxBackward0");
+  EXPECT_EQ(y1.grad_fn()->name(), "CausalQKSoftmaxBackward0");
   EXPECT_EQ(mismatches<T>(y1, y2), 0) << "forward, " << where;
   if (!std::isnan(y2.sum().item()))  // (a NaN score makes its whole row NaN, as in softmax)
     EXPECT_EQ(bit_mismatches<T>(y1, tril(y1)), 0) << "weights above the diagonal, " << where;
@@ -58,7 +58,7 @@ void expect_wv_match(const Tensor& w0, const Tensor& v0, const Tensor& upstream)
   Tensor y1 = causal_matmul(w1, v1);
   Tensor y2 = matmul(tril(w2), v2);
   const std::string where = "w " + w0.shape().str() + ", v " + v0.shape().str();
-  EXPECT_EQ(y1.grad_fn()->name, "UnsafeViewBackward0");  // what PyTorch shows for weights @ values
+  EXPECT_EQ(y1.grad_fn()->name(), "UnsafeViewBackward0");  // what PyTorch shows for weights @ values
   EXPECT_EQ(mismatches<T>(y1, y2), 0) << "forward, " << where;
   (y1 * upstream).sum().backward();
   (y2 * upstream).sum().backward();
@@ -245,7 +245,7 @@ TEST(NnCausalAttention, FusedWhileTheMaskBufferIsCausalComposedOtherwise) {
   Tensor mask = triu(ones({48, 48}), 1);
   nn::Dropout dropout(0.0);
   auto fused = nn::causal_attention("MultiHeadAttention", q, k, v, mask, 48, 2.0, dropout);
-  EXPECT_EQ(fused.weights.grad_fn()->name, "CausalQKSoftmaxBackward0");
+  EXPECT_EQ(fused.weights.grad_fn()->name(), "CausalQKSoftmaxBackward0");
   Tensor weights = softmax(masked_fill(matmul(q, k.transpose(2, 3)), triu(ones({40, 40}), 1).bool_(), -INFINITY) / 2.0, -1);
   EXPECT_EQ(mismatches<float>(fused.weights, weights), 0);
   EXPECT_EQ(mismatches<float>(fused.context, matmul(weights, v)), 0);
@@ -255,9 +255,9 @@ TEST(NnCausalAttention, FusedWhileTheMaskBufferIsCausalComposedOtherwise) {
     mask.fill_(0.0);
   }
   auto plain = nn::causal_attention("MultiHeadAttention", q, k, v, mask, 48, 2.0, dropout);
-  EXPECT_EQ(plain.weights.grad_fn()->name, "SoftmaxBackward0");
+  EXPECT_EQ(plain.weights.grad_fn()->name(), "SoftmaxBackward0");
   EXPECT_EQ(bit_mismatches<float>(plain.weights, softmax(matmul(q, k.transpose(2, 3)) / 2.0, -1)), 0);
-  EXPECT_EQ(plain.context.grad_fn()->name, "UnsafeViewBackward0");
+  EXPECT_EQ(plain.context.grad_fn()->name(), "UnsafeViewBackward0");
   try {
     nn::causal_attention("MultiHeadAttention", randn({7, 4}), randn({7, 4}), randn({7, 4}), triu(ones({6, 6}), 1), 6, 1.0, dropout);
     FAIL() << "no exception";

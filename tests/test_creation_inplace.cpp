@@ -343,7 +343,7 @@ void check_edge_case(const EdgeCase& c) {
   EXPECT_EQ(dtype_name(y.dtype()), "torch." + c.out_dtype);
   expect_values(y.detach(), c.out, "forward");
   if (c.version >= 0) EXPECT_EQ(static_cast<int64_t>(y.impl()->storage->version), c.version) << "version counter";
-  EXPECT_EQ(y.grad_fn() ? std::string(y.grad_fn()->name) : "none", c.grad_fn);
+  EXPECT_EQ(y.grad_fn() ? std::string(y.grad_fn()->name()) : "none", c.grad_fn);
   if (y.requires_grad()) sum(y).backward();
   std::size_t k = 0;
   for (std::size_t i = 0; i < leaves.size(); ++i) {

@@ -126,7 +126,7 @@ TEST(LinearGrad, MatchesFiniteDifferencesForInputWeightAndBias) {
   Tensor b = values({2}, kFloat64, 2.0).requires_grad_();
   auto f = [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); };
   EXPECT_NO_THROW(gradcheck(f, {x, w, b}));
-  EXPECT_EQ(f({x, w, b}).grad_fn()->name, "AddmmBackward0");
+  EXPECT_EQ(f({x, w, b}).grad_fn()->name(), "AddmmBackward0");
   // strided input and a transposed-view weight, and x reused on a second path
   Tensor xs = values({3, 4}, kFloat64).t().detach().requires_grad_();
   Tensor wt = values({3, 2}, kFloat64, 1.0).t().detach().requires_grad_();

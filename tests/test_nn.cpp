@@ -125,9 +125,9 @@ TEST(Layers, LinearComputesXWtPlusBAndChecksShapes) {
   Tensor x = tensor({{1.0, 2.0, 3.0}});
   Tensor want = matmul(x, lin.weight.t()) + lin.bias;
   EXPECT_EQ(lin.forward(x).to_vector<float>(), want.to_vector<float>());
-  EXPECT_EQ(lin.forward(x).grad_fn()->name, "AddmmBackward0");
+  EXPECT_EQ(lin.forward(x).grad_fn()->name(), "AddmmBackward0");
   EXPECT_EQ(lin.forward(ones({2, 5, 3})).shape(), (Size{2, 5, 2}));
-  EXPECT_EQ(lin.forward(ones({2, 5, 3})).grad_fn()->name, "ViewBackward0");
+  EXPECT_EQ(lin.forward(ones({2, 5, 3})).grad_fn()->name(), "ViewBackward0");
   try {
     lin.forward(ones({2, 4}));
     FAIL();
@@ -395,7 +395,7 @@ template <class T>
 void expect_cross_entropy_bits(const Tensor& logits0, const Tensor& target, int64_t ignore_index, double scale) {
   Tensor a = logits0.detach().requires_grad_(), b = logits0.detach().requires_grad_();
   Tensor la = cross_entropy(a, target, ignore_index), lb = nll_loss(log_softmax(b, -1), target, ignore_index);
-  EXPECT_EQ(la.grad_fn()->name, "NllLossBackward0");
+  EXPECT_EQ(la.grad_fn()->name(), "NllLossBackward0");
   EXPECT_EQ(testutil::bit_mismatches<T>(la, lb), 0) << "loss, logits " << logits0.shape().str();
   (la * scale).backward();
   (lb * scale).backward();

@@ -406,7 +406,7 @@ TEST(OpTable, GradFnNamesArePyTorchs) {
   for_each_case([&](const OpInfo& op, std::size_t, const Golden& g) {
     std::vector<Tensor> ins = leaves(g);
     const Tensor out = op.fn(ins);
-    const std::string got = out.grad_fn() ? std::string(out.grad_fn()->name) : "none";
+    const std::string got = out.grad_fn() ? std::string(out.grad_fn()->name()) : "none";
     const auto known = known_grad_fn_differences.find(op.name);
     if (known != known_grad_fn_differences.end() && g.grad_fn == known->second.first) {
       EXPECT_EQ(got, known->second.second) << op.name << " (a known difference)";

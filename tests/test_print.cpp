@@ -67,6 +67,6 @@ TEST(Print, RealGradFnNamesFromOps) {
   Tensor x = tensor({{0.3374, -0.1778, -0.3035}, {0.1794, 1.8951, 0.4954}});
   Tensor w = tensor({{0.2961, 0.5166, 0.2517}, {0.6886, 0.0740, 0.8665}, {0.1366, 0.1025, 0.1841}}).requires_grad_();
   EXPECT_EQ(repr(matmul(x, w)).substr(repr(matmul(x, w)).find("grad_fn")), "grad_fn=<MmBackward0>)");
-  EXPECT_EQ(matmul(x[1], w).grad_fn()->name, "SqueezeBackward4");
-  EXPECT_EQ(softmax(matmul(x, w), 1).grad_fn()->name, "SoftmaxBackward0");
+  EXPECT_EQ(matmul(x[1], w).grad_fn()->name(), "SqueezeBackward4");
+  EXPECT_EQ(softmax(matmul(x, w), 1).grad_fn()->name(), "SoftmaxBackward0");
 }

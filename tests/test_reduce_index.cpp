@@ -241,7 +241,7 @@ TEST(ReduceIndexGolden, GradFnNamesArePyTorchs) {
   ASSERT_EQ(ours.size(), golden()["grad_fn"].size());
   for (const auto& [key, t] : ours) {
     ASSERT_TRUE(t.grad_fn()) << key;
-    EXPECT_EQ(t.grad_fn()->name, golden()["grad_fn"][key].get<std::string>()) << key;
+    EXPECT_EQ(t.grad_fn()->name(), golden()["grad_fn"][key].get<std::string>()) << key;
   }
 }
 

@@ -86,7 +86,7 @@ TEST(Traps, AZeroDimTensorTakesOnlyDimsMinusOneAndZero) {
   Tensor t = transpose(s, -1, 0);
   EXPECT_EQ(t.dim(), 0);
   ASSERT_TRUE(t.grad_fn());
-  EXPECT_EQ(t.grad_fn()->name, "TransposeBackward0");
+  EXPECT_EQ(t.grad_fn()->name(), "TransposeBackward0");
   EXPECT_EQ(squeeze(s, 0).dim(), 0);
   EXPECT_EQ(max(s, -1).first.item(), 0.5);
   (t * 3.0).backward();
@@ -147,7 +147,7 @@ void expect_like_torch(const std::string& name, const Tensor& y) {
   SCOPED_TRACE(name);
   const auto& want = traps_golden().at(name);
   ASSERT_TRUE(y.grad_fn()) << "no grad_fn";
-  EXPECT_EQ(y.grad_fn()->name, want.at("grad_fn").get<std::string>());
+  EXPECT_EQ(y.grad_fn()->name(), want.at("grad_fn").get<std::string>());
   EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
 }
 
@@ -166,7 +166,7 @@ TEST(Traps, MatmulNamesItsNodeAsPyTorchForEveryPairOfRanks) {
   }
   EXPECT_EQ(checked, 9);
   EXPECT_EQ(traps_golden().at("matmul_4_4x5").at("grad_fn"), "SqueezeBackward3");
-  EXPECT_EQ(matmul(leaf({4}), randn({4, 5}, kFloat64)).grad_fn()->name, "SqueezeBackward4");
+  EXPECT_EQ(matmul(leaf({4}), randn({4, 5}, kFloat64)).grad_fn()->name(), "SqueezeBackward4");
 }
 
 TEST(Traps, LinearTakesAnyLeadingDimsAsPyTorch) {

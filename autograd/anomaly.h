@@ -1,0 +1,43 @@
+// Anomaly mode: finding the op that made a NaN or an Inf. While it is on, every recorded node
+// remembers where it was made (its number in the forward pass and the innermost AnomalyLabel
+// scope, with that scope's file and line), the first forward op whose output held a NaN or Inf
+// is noted, and backward throws on the first NaN or Inf a backward rule returns:
+//   Function 'SqrtBackward0' returned nan values in its 0th output. ...
+// naming the node, where it was made, and the first forward op that produced a NaN or Inf (often
+// the real cause, far from where backward noticed). Off (the default) it costs one flag test per op.
+#pragma once
+
+#include <source_location>
+#include <string>
+
+namespace ag {
+
+void set_detect_anomaly(bool on);  // torch.autograd.set_detect_anomaly
+bool is_anomaly_enabled();
+
+// RAII: anomaly mode on in its scope (torch.autograd.detect_anomaly()), restored after.
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard();
+  ~DetectAnomalyGuard();
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// RAII: names the nodes recorded in its scope, for anomaly mode's messages ("attention of block 2").
+// Where the scope was opened (file:line) is noted too. Scopes nest; the innermost label is used.
+class AnomalyLabel {
+ public:
+  explicit AnomalyLabel(std::string label, std::source_location where = std::source_location::current());
+  ~AnomalyLabel();
+  AnomalyLabel(const AnomalyLabel&) = delete;
+  AnomalyLabel& operator=(const AnomalyLabel&) = delete;
+
+ private:
+  std::string prev_;
+};
+
+}  // namespace ag
