@@ -157,7 +157,8 @@ void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differenti
                   const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
   if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
   auto node = make_node(name, inputs.data(), inputs.size());
-  node->backward_multi = std::move(fn);
+  node->meta = std::make_unique<NodeMeta>();
+  node->meta->backward_multi = std::move(fn);
   node->num_outputs = static_cast<uint32_t>(outs.size());
   node->shape = outs[0].shape();
   node->dtype = outs[0].dtype();
@@ -327,7 +328,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     n->visited_in = pass;
     n->pending_consumers = 0;
     n->pending_grad = Tensor();
-    if (n->num_outputs > 1) n->pending_more.assign(n->num_outputs - 1, Tensor());
+    if (n->num_outputs > 1) n->meta->pending_more.assign(n->num_outputs - 1, Tensor());
     n->needed = accumulate ? 1 : -1;
     if (create_graph) recording.push_back(n);
     return true;
@@ -397,7 +398,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       Node* n = roots[r].grad_fn().get();
       if (!n) continue;
       const uint32_t k = roots[r].impl()->output_nr;
-      Tensor& slot = k == 0 ? n->pending_grad : n->pending_more[k - 1];
+      Tensor& slot = k == 0 ? n->pending_grad : n->meta->pending_more[k - 1];
       slot = sum_grads(slot, grads[r]);
     }
     std::vector<std::shared_ptr<Node>> ready;
@@ -415,12 +416,14 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       ready.pop_back();
       Tensor g = std::move(node->pending_grad);
       node->pending_grad = Tensor();
-      const bool several = node->num_outputs > 1 || node->backward_multi || node->meta || observer;
+      const bool several = node->meta || observer;
       if (several) {
         outs.assign(1, std::move(g));
-        for (Tensor& m : node->pending_more) outs.push_back(std::move(m));
-        node->pending_more.clear();
-        if (node->meta) run_output_hooks(*node, outs.data());
+        if (node->meta) {
+          for (Tensor& m : node->meta->pending_more) outs.push_back(std::move(m));
+          node->meta->pending_more.clear();
+          run_output_hooks(*node, outs.data());
+        }
         g = outs[0];
       }
       if (!accumulate) {  // an input that is not a leaf: its gradient is what reached its node
@@ -446,7 +449,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         for (const Tensor& o : outs) any = any || o.defined();
       if (any) {
         RunningNode running(node);
-        node_grads = node->backward_multi ? node->backward_multi(outs) : node->backward(g);
+        node_grads = node->meta && node->meta->backward_multi ? node->meta->backward_multi(outs) : node->backward(g);
         if (node_grads.size() != node->next.size()) {
           throw std::logic_error("[autograd] " + node->name() + " returned " + std::to_string(node_grads.size()) +
                                  " gradients for " + std::to_string(node->next.size()) + " inputs");
@@ -456,8 +459,11 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       }
       if (!retain_graph) {  // free saved tensors (and, below, the edges) as we go
         node->backward = nullptr;
-        node->backward_multi = nullptr;
         node->released = true;
+        if (node->meta) {
+          node->meta->backward_multi = nullptr;
+          node->meta->hooks.clear();  // a hook may hold its own tensor: a cycle through the node
+        }
       }
       const auto& edges = node->next;
       for (std::size_t i = 0; i < edges.size(); ++i) {
@@ -468,7 +474,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         if (!e.fn || e.fn->needed <= 0) continue;
         Node* m = e.fn.get();
         if (has) {
-          Tensor& slot = e.input_nr == 0 ? m->pending_grad : m->pending_more[e.input_nr - 1];
+          Tensor& slot = e.input_nr == 0 ? m->pending_grad : m->meta->pending_more[e.input_nr - 1];
           slot = sum_grads(slot, node_grads[i]);
         }
         if (--m->pending_consumers == 0) ready.push_back(e.fn);
@@ -486,7 +492,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   } catch (...) {
     for (const std::shared_ptr<Node>& n : recording) {
       n->pending_grad = Tensor();
-      n->pending_more.clear();
+      if (n->meta) n->meta->pending_more.clear();
     }
     for (TensorImpl* leaf : hooked) {
       leaf->leaf_hooks->sum = Tensor();

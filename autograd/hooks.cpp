@@ -65,14 +65,15 @@ void Tensor::remove_hook(unsigned id) const {
 // A leaf's AccumulateGrad node: made on demand and kept by the leaf only weakly, so the same node
 // comes back while anyone holds it (PyTorch's grad accumulator), and none is kept otherwise.
 static std::shared_ptr<Node> grad_accumulator(const std::shared_ptr<TensorImpl>& leaf) {
-  std::shared_ptr<Node> n = leaf->grad_accumulator.lock();
+  if (!leaf->leaf_hooks) leaf->leaf_hooks = std::make_shared<detail::LeafHooks>();
+  std::shared_ptr<Node> n = leaf->leaf_hooks->grad_accumulator.lock();
   if (n) return n;
   n = std::make_shared<Node>();
   n->name_ = "AccumulateGrad";
   n->shape = leaf->shape;
   n->dtype = leaf->dtype;
   meta_of(*n).variable = leaf;
-  leaf->grad_accumulator = n;
+  leaf->leaf_hooks->grad_accumulator = n;
   return n;
 }
 

@@ -68,8 +68,27 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (out.grad_fn()) out.grad_fn()->name_ = a.dim() == 2 ? "MvBackward0" : "UnsafeViewBackward0";
     return out;
   }
+  if (a.dim() == 2 && b.dim() == 2) return matmul_nd(a, b, "MmBackward0");
   // PyTorch 1.13 computes (2-D) @ (batched) as (b^T @ a^T)^T made contiguous: CloneBackward0
-  return matmul_nd(a, b, a.dim() == 2 && b.dim() == 2 ? "MmBackward0" : a.dim() == 2 ? "CloneBackward0" : "UnsafeViewBackward0");
+  if (a.dim() == 2) return matmul_nd(a, b, "CloneBackward0");
+  // The rest as PyTorch 1.13 decomposes it, so the graph has its nodes (next_functions):
+  // (batched) @ (2-D) folds a's batch dims into its rows: reshape, mm, _unsafe_view.
+  Size out_shape = a.shape();
+  if (b.dim() == 2) {
+    out_shape[out_shape.size() - 1] = b.size(1);
+    return detail::unsafe_view(matmul_nd(reshape(a, {-1, ka}), b, "MmBackward0"), out_shape);
+  }
+  // (batched) @ (batched): both expanded to the broadcast batch dims and reshaped to 3-D, bmm,
+  // _unsafe_view back.
+  const Size batch = broadcast_shapes(Size(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 2)),
+                                      Size(std::vector<int64_t>(b.shape().begin(), b.shape().end() - 2)), "matmul");
+  std::vector<int64_t> ea(batch.begin(), batch.end()), eb = ea, out = ea;
+  const int64_t n = a.size(-2), p = b.size(-1), bp = batch.numel();
+  ea.insert(ea.end(), {n, ka});
+  eb.insert(eb.end(), {kb, p});
+  out.insert(out.end(), {n, p});
+  const Tensor a3 = reshape(expand(a, ea), {bp, n, ka}), b3 = reshape(expand(b, eb), {bp, kb, p});
+  return detail::unsafe_view(matmul_nd(a3, b3, "BmmBackward0"), Size(out));
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -90,7 +109,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // matmul, then the bias added (AddBackward0).
   if (x.dim() != 2 || x.dtype() == kInt64) {  // int64: no addmm kernel, matmul's loop
     if (x.dim() == 3 && bias.defined() && x.is_contiguous() && x.dtype() != kInt64) {
-      return view(linear(reshape(x, {x.size(0) * x.size(1), x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
+      return view(linear(view(x, {x.size(0) * x.size(1), x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
     }
     const Tensor y = matmul(x, weight.t());
     return bias.defined() ? y + bias : y;
@@ -98,21 +117,24 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (!bias.defined()) return matmul(x, weight.t());
   Tensor out = kernels::linear(x, weight, bias);
   if (needs_grad({&bias, &x, &weight})) {
+    // PyTorch's addmm(bias, x, weight.t()): the node's third input is the transposed weight (a
+    // TBackward0 view in the graph, as PyTorch's).
+    const Tensor wt = t(weight);
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.requires_grad();
     SavedTensor sx(gw ? x : Tensor()), sw(gx ? weight : Tensor());
-    // out = bias + x @ weight^T  =>  dbias = g.sum(0), dx = g @ weight, dweight = g^T @ x
-    record(out, "AddmmBackward0", {bias, x, weight}, [gx, gw, gb, sx, sw](const Tensor& g) -> Grads {
-      Tensor db, dx, dw;
+    // out = bias + x @ wt  =>  dbias = g.sum(0), dx = g @ wt^T = g @ weight, dwt = x^T @ g
+    record(out, "AddmmBackward0", {bias, x, wt}, [gx, gw, gb, sx, sw](const Tensor& g) -> Grads {
+      Tensor db, dx, dwt;
       if (gb) db = sum(g, {0});
       const Tensor xv = sx.get(), wv = sw.get();
       if (!needs_grad({&g, &xv, &wv})) {  // the fast path: the same products without their graph
         if (gx) dx = kernels::bmm(g, wv);
-        if (gw) dw = kernels::bmm(transpose(g, 0, 1), xv);
-        return {db, dx, dw};
+        if (gw) dwt = transpose(kernels::bmm(transpose(g, 0, 1), xv), 0, 1);
+        return {db, dx, dwt};
       }
       if (gx) dx = matmul(g, wv);
-      if (gw) dw = matmul(g.t(), xv);
-      return {db, dx, dw};
+      if (gw) dwt = matmul(xv.t(), g);
+      return {db, dx, dwt};
     });
   }
   return out;

@@ -107,18 +107,21 @@ struct HookEntry {
   unsigned id;
   GradHook fn;
 };
-// A leaf's gradient hooks. In a backward pass the gradients reaching the leaf are summed first
-// and the hooks see the sum once (PyTorch runs them as pre-hooks of the AccumulateGrad node).
+// A leaf's gradient hooks and its AccumulateGrad node while one is held (next_functions). In a
+// backward pass the gradients reaching the leaf are summed first and the hooks see the sum once
+// (PyTorch runs them as pre-hooks of the AccumulateGrad node).
 struct LeafHooks {
   std::vector<HookEntry> hooks;
+  std::weak_ptr<Node> grad_accumulator;
   uint64_t pass = 0;  // scratch of the pass that last met the leaf:
   int pending = 0;    // edges still to deliver,
   Tensor sum;         // the sum so far
 };
 }  // namespace detail
 
-// What only some nodes carry: hooks on their outputs, outputs that retain their gradient, the
-// leaf of an AccumulateGrad node, and the anomaly-mode record of where the node was made.
+// What only some nodes carry: the backward of a node with several outputs, hooks on their
+// outputs, outputs that retain their gradient, the leaf of an AccumulateGrad node, and the
+// anomaly-mode record of where the node was made.
 struct NodeMeta {
   struct OutputHook {
     unsigned id;
@@ -129,6 +132,8 @@ struct NodeMeta {
   std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;  // (output, tensor) pairs
   std::shared_ptr<TensorImpl> variable;                                 // AccumulateGrad: its leaf
   std::string created;  // anomaly mode: "node #17 (made under the label ... at file:line)"
+  MultiBackwardFn backward_multi;     // set instead of Node::backward by a node with several outputs
+  std::vector<Tensor> pending_more;  // scratch of a backward pass: gradients of outputs 1..
 };
 
 struct Node {
@@ -151,7 +156,6 @@ struct Node {
   std::string_view name_;
   SmallVec<Edge, 2> next;
   BackwardFn backward;
-  MultiBackwardFn backward_multi;  // set instead of `backward` by a node with several outputs
   Size shape;  // of the (first) output this node produced
   DType dtype = kFloat32;
   uint32_t num_outputs = 1;
@@ -164,7 +168,6 @@ struct Node {
   uint64_t visited_in = 0;
   int pending_consumers = 0;
   Tensor pending_grad;
-  std::vector<Tensor> pending_more;  // outputs 1.. of a multi-output node
   int8_t needed = -1;  // ag::grad: whether the node leads to an input (-1 not known yet)
 };
 

@@ -53,7 +53,6 @@ struct TensorImpl {
   bool retains_grad = false;         // retain_grad() was called on this non-leaf
   // hooks on a leaf's gradient, and its AccumulateGrad node while one is held (next_functions)
   std::shared_ptr<detail::LeafHooks> leaf_hooks;
-  std::weak_ptr<Node> grad_accumulator;
   // A view that is part of a graph remembers the storage version it was made at: if its base is
   // later modified in place, the view's history is stale and using it in a graph is an error.
   bool is_view = false;

@@ -96,6 +96,8 @@ Tensor reshape(const Tensor& t, const DimVector& shape) {
   return view_as_shape(clone(t), s, "UnsafeViewBackward0");
 }
 
+Tensor detail::unsafe_view(const Tensor& t, const Size& s) { return view_as_shape(t, s, "UnsafeViewBackward0"); }
+
 static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const char* name) {
   // a 0-dim tensor takes dims -1 and 0 (and is its own transpose), as in PyTorch
   d0 = wrap_dim(d0, t.dim(), "transpose", t.shape());

@@ -45,10 +45,14 @@ static bool is_causal_pattern(const Tensor& mask, int64_t t) {
   });
 }
 
+static bool g_fused_attention = true;
+void set_fused_attention(bool enabled) { g_fused_attention = enabled; }
+bool fused_attention_enabled() { return g_fused_attention; }
+
 CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout) {
   const int64_t t = k.size(-2);
-  if (t > context_length || q.size(-2) != t || mask.dim() != 2 || !is_causal_pattern(mask, t)) {
+  if (!g_fused_attention || t > context_length || q.size(-2) != t || mask.dim() != 2 || !is_causal_pattern(mask, t)) {
     Tensor scores = matmul(q, k.transpose(-2, -1));
     Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
     return {matmul(weights, v), weights};

@@ -22,6 +22,12 @@ struct CausalAttentionResult {
   Tensor context;  // (..., T, E_v)
   Tensor weights;  // (..., T, T), after dropout
 };
+// Whether causal_attention takes the fused ops (the default). Off, it records the composed ops,
+// so the graph of seed 003's CausalAttention and MultiHeadAttention is PyTorch's node for node
+// (next_functions, to_dot): slower, the same numbers to rounding.
+void set_fused_attention(bool enabled);
+bool fused_attention_enabled();
+
 CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout);
 

@@ -26,6 +26,9 @@ Strides elementwise_strides(const Size& shape, std::initializer_list<const Tenso
 
 // A tensor sharing t's storage with a new layout (no history).
 Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset);
+// PyTorch's _unsafe_view: a view of contiguous t as shape s, recorded as UnsafeViewBackward0
+// (views.cpp). matmul ends with it as PyTorch's does.
+Tensor unsafe_view(const Tensor& t, const Size& s);
 
 // Strides of `t` as seen through broadcasting to `shape` (0 where t is broadcast).
 Strides broadcast_strides(const Tensor& t, const Size& shape);
