@@ -93,7 +93,7 @@ Tensor reshape(const Tensor& t, const DimVector& shape) {
   Size s = infer_shape(shape, t.numel(), "reshape", t.shape());
   if (view_strides(t.shape(), t.strides(), s)) return view_as_shape(t, s, "ReshapeAliasBackward0");
   // a reshape that has to copy: PyTorch's _unsafe_view of the clone
-  return view_as_shape(clone(t), s, "UnsafeViewBackward0");
+  return view_as_shape(clone(t, MemoryFormat::Contiguous), s, "UnsafeViewBackward0");
 }
 
 static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const char* name) {

@@ -151,6 +151,22 @@ void expect_like_torch(const std::string& name, const Tensor& y) {
   EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
 }
 
+std::vector<int64_t> strides_of(const Tensor& t) { return std::vector<int64_t>(t.strides().begin(), t.strides().end()); }
+
+// Checks one layout case: shape, strides, whether .view(-1) works and (where PyTorch recorded one)
+// the grad_fn name equal PyTorch's.
+void expect_layout_like_torch(const std::string& name, const Tensor& y) {
+  SCOPED_TRACE(name);
+  const auto& want = traps_golden().at(name);
+  EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
+  EXPECT_EQ(strides_of(y), want.at("strides").get<std::vector<int64_t>>());
+  EXPECT_EQ(error_of([&] { y.view({-1}); }) == "(no exception)", want.at("view_ok").get<bool>());
+  if (want.contains("grad_fn") && !want.at("grad_fn").is_null()) {
+    ASSERT_TRUE(y.grad_fn()) << "no grad_fn";
+    EXPECT_EQ(y.grad_fn()->name, want.at("grad_fn").get<std::string>());
+  }
+}
+
 }  // namespace
 
 TEST(Traps, MatmulNamesItsNodeAsPyTorchForEveryPairOfRanks) {
@@ -272,13 +288,7 @@ TEST(Traps, ElementwiseResultsTakePyTorchsLayout) {
       {"layout_transposed_gt", a43t > 0.0},
       {"layout_expanded_times_transposed", randn({3, 1}, kFloat64).expand({3, 4}) * a43t},
   };
-  for (const auto& [name, y] : cases) {
-    SCOPED_TRACE(name);
-    const auto& want = traps_golden().at(name);
-    EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
-    EXPECT_EQ(std::vector<int64_t>(y.strides().begin(), y.strides().end()), want.at("strides").get<std::vector<int64_t>>());
-    EXPECT_EQ(error_of([&] { y.view({-1}); }) == "(no exception)", want.at("view_ok").get<bool>());
-  }
+  for (const auto& [name, y] : cases) expect_layout_like_torch(name, y);
   // the values are those of the contiguous computation
   EXPECT_EQ(testutil::bit_mismatches<double>(exp(a43t), exp(a43t.contiguous())), 0);
   EXPECT_EQ(testutil::bit_mismatches<double>(a43t + b34, a43t.contiguous() + b34), 0);
@@ -420,5 +430,99 @@ TEST(Traps, LinearAndMatmulEdgeCases) {
   EXPECT_EQ(causal_qk_softmax(zeros({1, 1, 0}).expand({1, 3, 0}), zeros({1, 3, 0})).shape(), Size({1, 3, 3}));
   const Tensor mf = masked_fill(randn({4, 3}).t(), tensor({true, false, true, false}), 0.0);
   const auto& want = traps_golden().at("layout_masked_fill_transposed");
-  EXPECT_EQ(std::vector<int64_t>(mf.strides().begin(), mf.strides().end()), want.at("strides").get<std::vector<int64_t>>());
+  EXPECT_EQ(strides_of(mf), want.at("strides").get<std::vector<int64_t>>());
+}
+
+// ---- layout where an op copies or converts first (PyTorch's preserve_format) ----
+
+TEST(Traps, ToAndCloneKeepTheLayoutAsPyTorchsPreserveFormat) {
+  // to(dtype) and clone() made contiguous copies; PyTorch keeps a dense input's strides and gives
+  // any other input dense strides in the order of its own. contiguous() stays row-major.
+  const Tensor f43t = randn({4, 3}).requires_grad_().t();
+  const Tensor sliced = randn({3, 8}, kFloat64).slice(1, std::nullopt, std::nullopt, 2);
+  const Tensor perm_sliced = randn({4, 2, 6}, kFloat64).permute({1, 2, 0}).slice(1, std::nullopt, std::nullopt, 2);
+  const Tensor expanded = randn({3, 1}, kFloat64).expand({3, 4});
+  const Tensor p234 = randn({4, 2, 3}, kFloat64).permute({1, 2, 0});
+  const std::vector<std::pair<std::string, Tensor>> cases = {
+      {"layout_to_transposed", f43t.to(kFloat64)},
+      {"layout_to_sliced", sliced.to(kFloat32)},
+      {"layout_to_permuted_sliced", perm_sliced.to(kFloat32)},
+      {"layout_to_expanded", expanded.to(kFloat32)},
+      {"layout_to_permuted", p234.to(kFloat32)},
+      {"layout_clone_transposed", f43t.clone()},
+      {"layout_clone_sliced", sliced.clone()},
+      {"layout_clone_permuted_sliced", perm_sliced.clone()},
+      {"layout_clone_expanded", expanded.clone()},
+      {"layout_clone_permuted", p234.clone()},
+      {"layout_contiguous_transposed", f43t.contiguous()},
+      {"layout_contiguous_permuted_sliced", perm_sliced.contiguous()},
+      {"layout_reshape_copy_transposed", randn({4, 3}, kFloat64).t().reshape({2, 6})},
+  };
+  for (const auto& [name, y] : cases) expect_layout_like_torch(name, y);
+  // the copies hold the input's values, whatever their layout
+  for (const Tensor& x : {f43t.detach(), sliced, perm_sliced, expanded, p234}) {
+    EXPECT_EQ(testutil::bit_mismatches<double>(x.to(kFloat64).clone().contiguous(), x.to(kFloat64).contiguous()), 0);
+    EXPECT_EQ(x.to(kFloat32).to_vector<float>(), x.contiguous().to(kFloat32).to_vector<float>());
+    EXPECT_EQ(x.clone().to_vector<double>(), x.to_vector<double>());
+    EXPECT_TRUE(clone(x, MemoryFormat::Contiguous).is_contiguous());
+    EXPECT_FALSE(clone(x, MemoryFormat::Contiguous).shares_storage(x));
+  }
+  // contiguous() of a contiguous tensor is the tensor itself; to() of its own dtype too
+  const Tensor c = randn({3, 4});
+  EXPECT_EQ(c.contiguous().impl(), c.impl());
+  EXPECT_EQ(c.to(kFloat32).impl(), c.impl());
+  // the gradient flows back through the copies in the input's layout
+  Tensor w = randn({4, 3}, kFloat64).requires_grad_();
+  sum(w.t().clone() * 2.0 + w.t().to(kFloat32).to(kFloat64) * 3.0).backward();
+  EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(12, 5.0));
+}
+
+TEST(Traps, OpsThatConvertDtypeFirstKeepPyTorchsLayout) {
+  // int -> float unary ops, mixed-dtype binaries, where and flip gave contiguous results where
+  // PyTorch keeps the (transposed, permuted) layout of the input
+  const Tensor a34 = randn({3, 4}, kFloat64), b34 = randn({3, 4}, kFloat64);
+  const Tensor a43t = randn({4, 3}, kFloat64).t(), b43t = randn({4, 3}, kFloat64).t();
+  const Tensor p234 = randn({4, 2, 3}, kFloat64).permute({1, 2, 0});
+  const Tensor sliced = randn({3, 8}, kFloat64).slice(1, std::nullopt, std::nullopt, 2);
+  const Tensor i43t = arange(12).view({4, 3}).t();
+  const Tensor cond43t = gt(randn({4, 3}), 0.0).t();
+  const std::vector<std::pair<std::string, Tensor>> cases = {
+      {"layout_exp_int_transposed", exp(i43t)},
+      {"layout_int_div_scalar_transposed", i43t / 2.0},
+      {"layout_int_times_fraction_transposed", i43t * 2.5},
+      {"layout_int_neg_transposed", -i43t},
+      {"layout_int_pow_half_transposed", pow(i43t, 0.5)},
+      {"layout_int_clamp_fraction_transposed", clamp(i43t, 0.5)},
+      {"layout_f32t_plus_f64t", a43t.to(kFloat32) + b43t},
+      {"layout_f32t_plus_f64", a43t.to(kFloat32) + b34},
+      {"layout_f32_plus_f64t", a34.to(kFloat32) + b43t},
+      {"layout_int_plus_f64t", i43t + b43t},
+      {"layout_minimum_f32t_f64t", minimum(a43t.to(kFloat32), b43t)},
+      {"layout_gt_f32t_f64t", gt(a43t.to(kFloat32), b43t)},
+      {"layout_where_transposed", where(cond43t, a43t.to(kFloat32), b43t)},
+      {"layout_where_scalar", where(cond43t, a43t, 0.0)},
+      {"layout_where_contiguous_cond", where(gt(randn({3, 4}), 0.0), a43t, b43t)},
+      {"layout_where_int_float", where(cond43t, i43t, a43t.to(kFloat32))},
+      {"layout_flip0_transposed", a43t.flip({0})},
+      {"layout_flip01_transposed", a43t.flip({0, 1})},
+      {"layout_flip_permuted", p234.flip({1})},
+      {"layout_flip_sliced", sliced.flip({1})},
+      {"layout_roll_transposed", a43t.roll({0}, {0})},
+      {"layout_repeat_transposed", a43t.repeat({1, 1})},
+  };
+  for (const auto& [name, y] : cases) expect_layout_like_torch(name, y);
+  // the values are those of the contiguous computation
+  EXPECT_EQ(testutil::bit_mismatches<float>(exp(i43t), exp(i43t.contiguous())), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(a43t.to(kFloat32) + b43t, a43t.contiguous().to(kFloat32) + b43t.contiguous()), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(where(cond43t, a43t, b43t), where(cond43t.contiguous(), a43t.contiguous(), b43t.contiguous())), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(p234.flip({1, 2}), p234.contiguous().flip({1, 2})), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(sliced.flip({0}), sliced.contiguous().flip({0})), 0);
+}
+
+TEST(Traps, AContiguousLeafGetsAContiguousGradient) {
+  // with clone() keeping layouts, a gradient reaching a leaf as a transposed view must still be
+  // accumulated in the leaf's layout, as PyTorch's AccumulateGrad does (optimizers need it)
+  Tensor w = randn({4, 3}).requires_grad_();
+  sum(w.t() * randn({3, 4})).backward();
+  EXPECT_EQ(strides_of(w.grad()), traps_golden().at("leaf_grad_through_t").at("strides").get<std::vector<int64_t>>());
 }

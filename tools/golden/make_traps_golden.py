@@ -2,7 +2,8 @@
 """PyTorch 1.13's answers for the trap regression tests (tests/test_traps.cpp): grad_fn names and
 output shapes of calls where ag used to differ. Run with Debian's PyTorch:
     /usr/bin/python3 tools/golden/make_traps_golden.py
-It writes tests/golden/traps.json: {"case name": {"grad_fn": ..., "shape": [...]}}.
+It writes tests/golden/traps.json: {"case name": {"grad_fn": ..., "shape": [...]}} (layout cases:
+strides and whether .view(-1) works; value cases: numbers, NaN and inf as text).
 The case names are the C++ test's keys; each case below says the call.
 """
 import json
@@ -124,6 +125,61 @@ t12 = torch.tensor([1, 2])
 values("huge_scalars", gt=torch.gt(t12, 1e30), times_inf=(t12 * float("inf")).tolist(),
        plus_huge_dtype=str((t12 + 1e30).dtype), clamp_huge=torch.clamp(t12, max=1e30).tolist())
 layout("layout_masked_fill_transposed", a43t.masked_fill(torch.tensor([True, False, True, False]), 0.0))
+
+# ---- layout where an op converts or copies first (preserve_format, TensorIterator's layout) ----
+# .to() and .clone() keep a dense input's strides, and give any other input dense strides in the
+# order of its own; contiguous() is row-major. Ops that convert dtype before computing follow.
+def layout_named(name, y):
+    layout(name, y)
+    cases[name]["grad_fn"] = y.grad_fn.name() if y.grad_fn is not None else None
+
+
+f43t = torch.randn(4, 3, requires_grad=True).t()
+sliced = torch.randn(3, 8, dtype=torch.float64)[:, ::2]
+perm_sliced = torch.randn(4, 2, 6, dtype=torch.float64).permute(1, 2, 0)[:, ::2]
+expanded = torch.randn(3, 1, dtype=torch.float64).expand(3, 4)
+i43t = torch.arange(12).view(4, 3).t()
+layout_named("layout_to_transposed", f43t.to(torch.float64))
+layout_named("layout_to_sliced", sliced.to(torch.float32))
+layout_named("layout_to_permuted_sliced", perm_sliced.to(torch.float32))
+layout_named("layout_to_expanded", expanded.to(torch.float32))
+layout_named("layout_to_permuted", p234.to(torch.float32))
+layout_named("layout_clone_transposed", f43t.clone())
+layout_named("layout_clone_sliced", sliced.clone())
+layout_named("layout_clone_permuted_sliced", perm_sliced.clone())
+layout_named("layout_clone_expanded", expanded.clone())
+layout_named("layout_clone_permuted", p234.clone())
+layout_named("layout_contiguous_transposed", f43t.contiguous())
+layout_named("layout_contiguous_permuted_sliced", perm_sliced.contiguous())
+layout("layout_exp_int_transposed", torch.exp(i43t))
+layout("layout_int_div_scalar_transposed", i43t / 2)
+layout("layout_int_times_fraction_transposed", i43t * 2.5)
+layout("layout_int_neg_transposed", -i43t)
+layout("layout_int_pow_half_transposed", i43t ** 0.5)
+layout("layout_int_clamp_fraction_transposed", torch.clamp(i43t, 0.5))
+layout("layout_f32t_plus_f64t", a43t.float() + b43t)
+layout("layout_f32t_plus_f64", a43t.float() + b34)
+layout("layout_f32_plus_f64t", a34.float() + b43t)
+layout("layout_int_plus_f64t", i43t + b43t)
+layout("layout_minimum_f32t_f64t", torch.minimum(a43t.float(), b43t))
+layout("layout_gt_f32t_f64t", a43t.float() > b43t)
+cond43t = torch.randn(4, 3) > 0
+layout("layout_where_transposed", torch.where(cond43t.t(), a43t.float(), b43t))
+layout("layout_where_scalar", torch.where(cond43t.t(), a43t, 0.0))
+layout("layout_where_contiguous_cond", torch.where(torch.randn(3, 4) > 0, a43t, b43t))
+layout("layout_where_int_float", torch.where(cond43t.t(), i43t, a43t.float()))
+layout("layout_flip0_transposed", a43t.flip(0))
+layout("layout_flip01_transposed", a43t.flip(0, 1))
+layout("layout_flip_permuted", p234.flip(1))
+layout("layout_flip_sliced", sliced.flip(1))
+layout("layout_roll_transposed", a43t.roll(0, 0))
+layout("layout_repeat_transposed", a43t.repeat(1, 1))
+layout("layout_reshape_copy_transposed", a43t.reshape(2, 6))
+# a contiguous leaf's gradient is contiguous (the layout contract of AccumulateGrad), even when
+# the gradient reaching it is a transposed view
+w_leaf = torch.randn(4, 3, requires_grad=True)
+(w_leaf.t() * torch.randn(3, 4)).sum().backward()
+cases["leaf_grad_through_t"] = {"strides": list(w_leaf.grad.stride())}
 
 with open(OUT, "w") as f:
     json.dump(cases, f, indent=1, sort_keys=True)
