@@ -31,6 +31,10 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
     throw std::invalid_argument("[sub] Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                 "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   }
+  if (op == Op::Pow && result_type(a0, b0) == kBool) {  // PyTorch has no bool pow kernel (bool ** 2 is int64)
+    throw std::invalid_argument("[pow] \"pow\" not implemented for 'Bool' (shapes " + a0.shape().str() + " and " +
+                                b0.shape().str() + ")");
+  }
   if ((op == Op::Add || op == Op::Mul) && result_type(a0, b0) == kBool) {  // or / and of two masks, bool as PyTorch's
     NoGradGuard no_grad;
     return binary(op, a0.to(kInt64), b0.to(kInt64), grad_name).to(kBool);
@@ -208,6 +212,9 @@ Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", Compare
 Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_and", CompareOp::And); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(a, b, "logical_or", CompareOp::Or); }
 
-Tensor logical_not(const Tensor& t) { return kernels::logical_not(t); }
+Tensor logical_not(const Tensor& t) {
+  detail::check_defined(t, "logical_not");
+  return kernels::logical_not(t);
+}
 
 }  // namespace ag

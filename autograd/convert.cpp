@@ -1,19 +1,29 @@
-// Copies: to(dtype), contiguous(), clone().
+// Copies: to(dtype), clone(), contiguous().
+//
+// Layout as PyTorch's: to() and clone() default to memory_format=preserve_format, so a
+// non-overlapping and dense input keeps its strides (x.t().to(kFloat64) is transposed too) and
+// any other input gets TensorIterator's layout (dense strides ordered as the input's, see
+// detail::elementwise_strides). contiguous() and clone(t, MemoryFormat::Contiguous) always give
+// row-major strides.
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
 namespace ag {
 
-static Tensor copy_as(const Tensor& t, DType dtype) {
-  Tensor out = detail::make_tensor(t.shape(), dtype);
+// A new tensor of `dtype` holding t's values, laid out as `format` says.
+static Tensor copy_as(const Tensor& t, DType dtype, MemoryFormat format) {
+  const bool row_major = format == MemoryFormat::Contiguous || t.is_contiguous();  // the fast path: one flat loop
+  Tensor out = row_major ? detail::make_tensor(t.shape(), dtype)
+                         : detail::make_tensor(t.shape(), detail::elementwise_strides(t.shape(), {&t}), dtype);
   detail::copy_into(out, t);
   return out;
 }
 
 Tensor to(const Tensor& t, DType dtype) {
+  detail::check_defined(t, "to");
   if (dtype == t.dtype()) return t;
-  Tensor out = copy_as(t, dtype);
+  Tensor out = copy_as(t, dtype, MemoryFormat::Preserve);
   if (needs_grad(t) && is_floating(dtype)) {
     // out = t.to(dtype)  =>  dt = dout.to(t.dtype)
     record(out, "ToCopyBackward0", {t}, [from = t.dtype()](const Tensor& g) -> Grads { return {g.to(from)}; });
@@ -21,13 +31,17 @@ Tensor to(const Tensor& t, DType dtype) {
   return out;
 }
 
-Tensor clone(const Tensor& t) {
-  Tensor out = copy_as(t, t.dtype());
+Tensor clone(const Tensor& t, MemoryFormat memory_format) {
+  detail::check_defined(t, "clone");
+  Tensor out = copy_as(t, t.dtype(), memory_format);
   // out = clone(t)  =>  dt = dout
   if (needs_grad(t)) record(out, "CloneBackward0", {t}, [](const Tensor& g) -> Grads { return {g}; });
   return out;
 }
 
-Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
+Tensor contiguous(const Tensor& t) {
+  detail::check_defined(t, "contiguous");
+  return t.is_contiguous() ? t : clone(t, MemoryFormat::Contiguous);
+}
 
 }  // namespace ag

@@ -177,7 +177,7 @@ void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differenti
 static void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   Tensor gc = g.dtype() == leaf->dtype ? g : g.to(leaf->dtype);
   if (!leaf->grad) {
-    leaf->grad = gc.clone().impl_ptr();
+    leaf->grad = clone(gc, MemoryFormat::Contiguous).impl_ptr();  // contiguous whatever g's layout, as PyTorch's
   } else if (g_grad_enabled) {
     leaf->grad = add(Tensor(leaf->grad), gc).impl_ptr();
   } else {

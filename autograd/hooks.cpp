@@ -51,6 +51,7 @@ void Tensor::remove_hook(unsigned id) const {
     i.leaf_hooks->hooks[id].fn = nullptr;
     return;
   }
+  if (i.grad_fn->released) return;  // backward freed the graph and its hooks already
   if (i.grad_fn->meta) {
     for (NodeMeta::OutputHook& h : i.grad_fn->meta->hooks) {
       if (h.output_nr == i.output_nr && h.id == id && h.fn) {

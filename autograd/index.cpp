@@ -78,6 +78,8 @@ Tensor pad_to(Tensor r, const Size& shape) {
 }  // namespace
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  detail::check_defined(t, "index_select");
+  detail::check_defined(index, "index_select");
   if (index.dim() > 1) detail::shape_error("index_select", "index must be 0-D or 1-D, got shape " + index.shape().str());
   if (t.dim() == 0) detail::shape_error("index_select", "cannot index a 0-dim tensor");
   dim = wrap_dim(dim, t.dim(), "index_select", t.shape());
@@ -94,26 +96,33 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
 }
 
 Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+  detail::check_defined(t, "index_add");
+  detail::check_defined(index, "index_add");
+  detail::check_defined(source, "index_add");
   if (index.dim() > 1) detail::shape_error("index_add", "index must be 0-D or 1-D, got shape " + index.shape().str());
-  if (t.dim() == 0) detail::shape_error("index_add", "cannot index a 0-dim tensor");
+  // as in PyTorch, a 0-dim input counts as 1-D of size 1, and so does a 0-dim source of a 1-D input
+  const Tensor t1 = at_least_1d(t), s1 = t1.dim() == 1 ? at_least_1d(source) : source;
   dim = wrap_dim(dim, t.dim(), "index_add", t.shape());
-  Size expect = t.shape();
+  Size expect = t1.shape();
   expect[dim] = index.numel();
-  if (source.shape() != expect || source.dtype() != t.dtype() || t.dtype() == kBool) {
+  if (s1.shape() != expect || source.dtype() != t.dtype() || t.dtype() == kBool) {
     detail::shape_error("index_add", "source of shape " + source.shape().str() + " (" + dtype_name(source.dtype()) +
                                          ") does not fit input " + t.shape().str() + " (" + dtype_name(t.dtype()) +
                                          ") with " + std::to_string(index.numel()) + " indices along dim " +
                                          std::to_string(dim) + "; expected a source of its dtype and shape " + expect.str());
   }
-  auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t.shape()[dim], "index_add", t.shape(), dim));
-  Tensor out = kernels::index_add(t, dim, *idx, source, alpha);
+  auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(index, t1.shape()[dim], "index_add", t.shape(), dim));
+  Tensor out = kernels::index_add(t1, dim, *idx, s1, alpha);
+  if (t.dim() == 0) out = detail::alias(out, t.shape(), t.strides(), 0);
   if (needs_grad(t, source)) {
     // out = t with out[.., idx[j], ..] += alpha source[.., j, ..]  =>  dt = g,
-    // dsource = alpha g.index_select(dim, idx)
+    // dsource = alpha g.index_select(dim, idx)  (through the 1-D forms of a 0-dim t and source)
     const bool gs = source.requires_grad();
-    record(out, "IndexAddBackward0", {t, source}, [idx, dim, alpha, gs](const Tensor& g) -> Grads {
-      Tensor ds = gs ? index_select(g, dim, index_tensor(*idx)) : Tensor();
-      if (ds.defined() && alpha != 1.0) ds = ds * alpha;
+    record(out, "IndexAddBackward0", {t, source}, [idx, dim, alpha, gs, ss = source.shape()](const Tensor& g) -> Grads {
+      if (!gs) return {g, Tensor()};
+      Tensor ds = index_select(g.dim() == 0 ? reshape(g, {1}) : g, dim, index_tensor(*idx));
+      if (ds.shape() != ss) ds = reshape(ds, ss.vec());
+      if (alpha != 1.0) ds = ds * alpha;
       return {g, ds};
     });
   }
@@ -121,6 +130,8 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  detail::check_defined(weight, "embedding");
+  detail::check_defined(indices, "embedding");
   if (weight.dim() != 2) detail::shape_error("embedding", "weight must be 2-D (num_embeddings, embedding_dim), got " + weight.shape().str());
   auto idx = std::make_shared<std::vector<int64_t>>(checked_indices(indices, weight.size(0), "embedding", weight.shape(), 0));
   Tensor rows = kernels::gather(weight, 0, *idx);
@@ -140,6 +151,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   detail::check_defined(t, "gather");
+  detail::check_defined(index, "gather");
   dim = wrap_dim(dim, t.dim(), "gather", t.shape());
   check_along(t, dim, index, nullptr, "gather");
   const Tensor t1 = at_least_1d(t);
@@ -157,6 +169,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
   detail::check_defined(t, "scatter_add");
+  detail::check_defined(index, "scatter_add");
   detail::check_defined(src, "scatter_add");
   dim = wrap_dim(dim, t.dim(), "scatter_add", t.shape());
   if (src.dtype() != t.dtype()) {

@@ -319,8 +319,39 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   return named(reduce(l, r), "BinaryCrossEntropyWithLogitsBackward0");
 }
 
+namespace {
+
+// PyTorch's xlogy: x log(y), 0 where x = 0 (unless y is NaN)
+//   =>  dx = g xlogy(x != 0, y) (log(y), 0 where x = 0 unless y is NaN),  dy = g x / y
+// (so xlogy(t, t) is NaN for t < 0 and its t-gradient NaN at t <= 0, as in PyTorch)
+Tensor xlogy(const Tensor& x, const Tensor& y) {
+  auto zero_where_x_is = [](const Tensor& x, const Tensor& y, const Tensor& v) {
+    return where(logical_and(eq(x, 0.0), eq(y, y)), 0.0, v);
+  };
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = zero_where_x_is(x, y, x * log(y));
+  }
+  if (needs_grad(x, y)) {
+    record(out, "XlogyBackward0", {x, y},
+           [sx = SavedTensor(x), sy = SavedTensor(y), gx = x.requires_grad(), gy = y.requires_grad(), zero_where_x_is](
+               const Tensor& g) -> Grads {
+             const Tensor x = sx.get(), y = sy.get();
+             Tensor dx, dy;
+             if (gx) dx = g * zero_where_x_is(x, y, log(y));
+             if (gy) dy = g * x / y;
+             return {dx, dy};
+           });
+  }
+  return out;
+}
+
+}  // namespace
+
 // input holds log-probabilities; target probabilities (log-probabilities with log_target):
-//   t log(t) - t x  (0 where t = 0), or exp(t) (t - x). "batchmean" divides the sum by the batch size.
+//   xlogy(t, t) - t x  (0 where t = 0, NaN where t < 0), or exp(t) (t - x). "batchmean" divides
+//   the sum by the batch size.
 Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction, bool log_target) {
   const bool batchmean = reduction == "batchmean";
   const Reduction r = batchmean ? Reduction::Sum : parse_reduction(reduction, "kl_div");
@@ -329,8 +360,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
   if (log_target) {
     l = exp(target) * (target - input);
   } else {
-    const Tensor t_log_t = target * log(where(gt(target, 0.0), target, 1.0));  // xlogy(t, t)
-    l = t_log_t - target * input;
+    l = xlogy(target, target) - target * input;
   }
   const Tensor out = reduce(l, r);
   return batchmean && input.dim() > 0 ? out / static_cast<double>(input.size(0)) : out;

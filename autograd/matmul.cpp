@@ -94,8 +94,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   detail::check_defined(x, "linear");
   detail::check_defined(weight, "linear");
+  // a bias of shape (1) or () broadcasts over the out features, as in PyTorch
   if (x.dim() == 0 || weight.dim() != 2 || x.size(-1) != weight.size(1) ||
-      (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))) {
+      (bias.defined() && (bias.dim() > 1 || (bias.numel() != 1 && bias.numel() != weight.size(0))))) {
     detail::shape_error("linear", "expects input (*, in), weight (out, in) and bias (out), got " + x.shape().str() + ", " +
                                       weight.shape().str() + " and " + (bias.defined() ? bias.shape().str() : "none"));
   }
@@ -122,10 +123,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const Tensor wt = t(weight);
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.requires_grad();
     SavedTensor sx(gw ? x : Tensor()), sw(gx ? weight : Tensor());
-    // out = bias + x @ wt  =>  dbias = g.sum(0), dx = g @ wt^T = g @ weight, dwt = x^T @ g
-    record(out, "AddmmBackward0", {bias, x, wt}, [gx, gw, gb, sx, sw](const Tensor& g) -> Grads {
+    // out = bias + x @ wt  =>  dbias = g.sum(0) (summed to a (1) or () bias), dx = g @ wt^T = g @ weight, dwt = x^T @ g
+    record(out, "AddmmBackward0", {bias, x, wt}, [gx, gw, gb, sx, sw, bs = bias.shape()](const Tensor& g) -> Grads {
       Tensor db, dx, dwt;
-      if (gb) db = sum(g, {0});
+      if (gb) db = bs.size() == 1 && bs[0] == g.size(1) ? sum(g, {0}) : sum_to(g, bs);
       const Tensor xv = sx.get(), wv = sw.get();
       if (!needs_grad({&g, &xv, &wv})) {  // the fast path: the same products without their graph
         if (gx) dx = kernels::bmm(g, wv);

@@ -85,9 +85,10 @@ Tensor triu(const Tensor& t, int64_t diagonal = 0);
 Tensor tril(const Tensor& t, int64_t diagonal = 0);
 
 // ---- dtype and layout (convert.cpp) ----
-Tensor to(const Tensor& t, DType dtype);  // ToCopyBackward0
+enum class MemoryFormat { Preserve, Contiguous };  // PyTorch's preserve_format, contiguous_format
+Tensor to(const Tensor& t, DType dtype);  // ToCopyBackward0; laid out as clone's Preserve
 Tensor contiguous(const Tensor& t);       // copies only when needed (CloneBackward0)
-Tensor clone(const Tensor& t);
+Tensor clone(const Tensor& t, MemoryFormat memory_format = MemoryFormat::Preserve);  // Preserve: a dense t keeps its strides
 
 // ---- views (views.cpp): share storage with their input ----
 Tensor view(const Tensor& t, const DimVector& shape);  // one -1 allowed

@@ -60,7 +60,8 @@ Tensor flip(const Tensor& t, const DimVector& dims) {
     off += (t.shape()[d] - 1) * st[static_cast<std::size_t>(d)];
     st[static_cast<std::size_t>(d)] = -st[static_cast<std::size_t>(d)];
   }
-  Tensor out = detail::make_tensor(t.shape(), t.dtype());
+  // laid out as t (PyTorch's empty_like(t, preserve_format)), so a transposed t flips to a transposed result
+  Tensor out = detail::make_tensor(t.shape(), detail::elementwise_strides(t.shape(), {&t}), t.dtype());
   if (t.numel() > 0) detail::copy_into(out, detail::alias(t, t.shape(), st, off));
   if (needs_grad(t)) {
     // y = flip(x, dims)  =>  dx = flip(g, dims)
@@ -91,7 +92,7 @@ Tensor roll(const Tensor& t, const DimVector& shifts, const DimVector& dims) {
       const int64_t s = ((shifts[i] % n) + n) % n;  // element j moves to (j + s) mod n
       if (s != 0) r = cat({narrow(r, d, n - s, s), narrow(r, d, 0, n - s)}, d);
     }
-    out = r.shares_storage(t) ? clone(r) : r;
+    out = r.shares_storage(t) ? clone(r, MemoryFormat::Contiguous) : r;
     if (dims.empty()) out = reshape(out, t.shape().vec());
   }
   if (needs_grad(t)) {
@@ -129,7 +130,7 @@ Tensor repeat(const Tensor& t, const DimVector& sizes) {
   {
     NoGradGuard g;
     out = reshape(contiguous(expand(reshape(t, single), tiled)), merged);
-    if (out.shares_storage(t)) out = clone(out);  // no tiling at all (a 0-dim t, or every r and s 1)
+    if (out.shares_storage(t)) out = clone(out, MemoryFormat::Contiguous);  // no tiling at all (a 0-dim t, or every r and s 1)
   }
   if (needs_grad(t)) {
     // y = tiles of x  =>  dx = the sum of g over the tiles: g as (r0, s0, r1, s1, ...) summed over the r axes

@@ -124,11 +124,12 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     dispatch_all(src.dtype(), [&]<typename TS>() {
       TD* pd = static_cast<TD*>(dst.impl()->storage->data);
       const TS* ps = static_cast<const TS*>(src.impl()->storage->data);
-      walk<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()},
-              [&](const std::array<int64_t, 2>& o) {
-                if constexpr (std::is_same_v<TD, uint8_t>) pd[o[0]] = ps[o[1]] != TS(0);
-                else pd[o[0]] = static_cast<TD>(ps[o[1]]);
-              });
+      auto put = [&](const std::array<int64_t, 2>& o) {
+        if constexpr (std::is_same_v<TD, uint8_t>) pd[o[0]] = ps[o[1]] != TS(0);
+        else pd[o[0]] = static_cast<TD>(ps[o[1]]);
+      };
+      // in dst's memory order: a transposed copy of a transposed src is one stream too
+      walk_in_memory_order<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()}, put);
     });
   });
 }

@@ -86,14 +86,16 @@ static Tensor view_as_shape(const Tensor& t, const Size& s, const char* name) {
 }
 
 Tensor view(const Tensor& t, const DimVector& shape) {
+  detail::check_defined(t, "view");
   return view_as_shape(t, infer_shape(shape, t.numel(), "view", t.shape()), "ViewBackward0");
 }
 
 Tensor reshape(const Tensor& t, const DimVector& shape) {
+  detail::check_defined(t, "reshape");
   Size s = infer_shape(shape, t.numel(), "reshape", t.shape());
   if (view_strides(t.shape(), t.strides(), s)) return view_as_shape(t, s, "ReshapeAliasBackward0");
   // a reshape that has to copy: PyTorch's _unsafe_view of the clone
-  return view_as_shape(clone(t), s, "UnsafeViewBackward0");
+  return view_as_shape(clone(t, MemoryFormat::Contiguous), s, "UnsafeViewBackward0");
 }
 
 Tensor detail::unsafe_view(const Tensor& t, const Size& s) { return view_as_shape(t, s, "UnsafeViewBackward0"); }
@@ -112,15 +114,20 @@ static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const cha
   return make_view(t, s, st, t.storage_offset(), name, [d0, d1](const Tensor& g) -> Grads { return {transpose(g, d0, d1)}; });
 }
 
-Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) { return transpose_named(t, d0, d1, "TransposeBackward0"); }
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
+  detail::check_defined(t, "transpose");
+  return transpose_named(t, d0, d1, "TransposeBackward0");
+}
 
 Tensor t(const Tensor& x) {
+  detail::check_defined(x, "t");
   if (x.dim() > 2) shape_error("t", "expects a tensor with <= 2 dimensions, but got shape " + x.shape().str());
   // a 0-D or 1-D tensor is its own transpose, still through a TBackward0 node as in PyTorch
   return transpose_named(x, 0, x.dim() < 2 ? 0 : 1, "TBackward0");
 }
 
 Tensor permute(const Tensor& t, const DimVector& dims) {
+  detail::check_defined(t, "permute");
   const int64_t n = t.dim();
   if (static_cast<int64_t>(dims.size()) != n) {
     shape_error("permute", "number of dims " + Size(dims).str() + " doesn't match the tensor's shape " + t.shape().str());
@@ -143,6 +150,7 @@ Tensor permute(const Tensor& t, const DimVector& dims) {
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  detail::check_defined(t, "unsqueeze");
   dim = wrap_dim(dim, t.dim() + 1, "unsqueeze", t.shape());
   Size s = t.shape();
   Strides st = t.strides();
@@ -168,12 +176,14 @@ static Tensor squeeze_dims(const Tensor& t, const std::vector<bool>& drop, const
 }
 
 Tensor squeeze(const Tensor& t) {
+  detail::check_defined(t, "squeeze");
   std::vector<bool> drop(static_cast<std::size_t>(t.dim()));
   for (int64_t i = 0; i < t.dim(); ++i) drop[static_cast<std::size_t>(i)] = t.shape()[i] == 1;
   return squeeze_dims(t, drop, "SqueezeBackward0");
 }
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
+  detail::check_defined(t, "squeeze");
   dim = wrap_dim(dim, t.dim(), "squeeze", t.shape());  // a 0-dim tensor takes dims -1 and 0
   if (t.dim() == 0) return squeeze_dims(t, {}, "SqueezeBackward1");
   std::vector<bool> drop(static_cast<std::size_t>(t.dim()), false);
@@ -182,6 +192,7 @@ Tensor squeeze(const Tensor& t, int64_t dim) {
 }
 
 Tensor expand(const Tensor& t, const DimVector& shape) {
+  detail::check_defined(t, "expand");
   const int64_t n = static_cast<int64_t>(shape.size()), m = t.dim();
   if (n < m) {
     shape_error("expand", "the number of sizes provided " + Size(shape).str() +
@@ -217,6 +228,7 @@ static Tensor scatter_into_zeros(const Tensor& g, const Size& shape, const std::
 }
 
 Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  detail::check_defined(t, "slice");
   if (t.dim() == 0) shape_error("slice", "cannot slice a 0-dim tensor");
   dim = wrap_dim(dim, t.dim(), "slice", t.shape());
   if (step <= 0) shape_error("slice", "step must be positive, got " + std::to_string(step));
@@ -241,6 +253,7 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::op
 }
 
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  detail::check_defined(t, "narrow");
   if (t.dim() == 0) shape_error("narrow", "cannot narrow a 0-dim tensor");
   const int64_t d = wrap_dim(dim, t.dim(), "narrow", t.shape());
   const int64_t n = t.shape()[d];
@@ -253,6 +266,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  detail::check_defined(t, "select");
   if (t.dim() == 0) shape_error("select", "cannot select on a 0-dim tensor");
   dim = wrap_dim(dim, t.dim(), "select", t.shape());
   const int64_t n = t.shape()[dim];

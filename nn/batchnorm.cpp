@@ -34,7 +34,23 @@ static void check_features(const char* name, const Tensor& t, int64_t C) {
   }
 }
 
+// PyTorch refuses integer input, and parameters or running statistics of another dtype than the
+// input's ("mixed dtype"); ag names the dtypes
+static void check_dtypes(const Tensor& x, std::initializer_list<std::pair<const char*, const Tensor*>> state) {
+  if (!x.is_floating_point()) {
+    throw std::invalid_argument("[BatchNorm1d] \"batch_norm\" not implemented for " + dtype_name(x.dtype()) +
+                                ": expected a floating point input (shape " + x.shape().str() + ")");
+  }
+  for (const auto& [name, t] : state) {
+    if (t->defined() && t->dtype() != x.dtype()) {
+      throw std::invalid_argument("[BatchNorm1d] mixed dtype: input is " + dtype_name(x.dtype()) + " but " + name + " is " +
+                                  dtype_name(t->dtype()) + "; convert the module (.to) or the input to one dtype");
+    }
+  }
+}
+
 Tensor BatchNorm1d::forward(const Tensor& x) {
+  detail::check_defined(x, "BatchNorm1d");
   if (x.dim() != 2 && x.dim() != 3) {
     throw std::invalid_argument("[BatchNorm1d] expected 2D or 3D input (got " + std::to_string(x.dim()) + "D input)");
   }
@@ -51,6 +67,7 @@ Tensor BatchNorm1d::forward(const Tensor& x) {
     check_features("weight", weight, C);
     check_features("bias", bias, C);
   }
+  check_dtypes(x, {{"weight", &weight}, {"bias", &bias}, {"running_mean", &running_mean}, {"running_var", &running_var}});
   // All checked. (PyTorch counts the batch before its checks, so there a rejected call counts too.)
   double f = momentum.value_or(0.0);
   if (is_training() && track_running_stats) {

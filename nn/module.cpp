@@ -141,6 +141,7 @@ IncompatibleKeys Module::load_state_dict(const NamedTensors& state_dict, bool st
           continue;
         }
         Tensor from = it->second;
+        detail::check_defined(from, "load_state_dict");
         if (t.dim() == 0 && from.dim() == 1) from = from[0];  // PyTorch's backward compatibility with 0.3
         if (from.shape() != t.shape()) {
           errors.push_back("size mismatch for " + prefix + n + ": copying a param with shape " + torch_size(from.shape()) +

@@ -151,6 +151,22 @@ void expect_like_torch(const std::string& name, const Tensor& y) {
   EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
 }
 
+std::vector<int64_t> strides_of(const Tensor& t) { return std::vector<int64_t>(t.strides().begin(), t.strides().end()); }
+
+// Checks one layout case: shape, strides, whether .view(-1) works and (where PyTorch recorded one)
+// the grad_fn name equal PyTorch's.
+void expect_layout_like_torch(const std::string& name, const Tensor& y) {
+  SCOPED_TRACE(name);
+  const auto& want = traps_golden().at(name);
+  EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
+  EXPECT_EQ(strides_of(y), want.at("strides").get<std::vector<int64_t>>());
+  EXPECT_EQ(error_of([&] { y.view({-1}); }) == "(no exception)", want.at("view_ok").get<bool>());
+  if (want.contains("grad_fn") && !want.at("grad_fn").is_null()) {
+    ASSERT_TRUE(y.grad_fn()) << "no grad_fn";
+    EXPECT_EQ(y.grad_fn()->name(), want.at("grad_fn").get<std::string>());
+  }
+}
+
 }  // namespace
 
 TEST(Traps, MatmulNamesItsNodeAsPyTorchForEveryPairOfRanks) {
@@ -272,13 +288,7 @@ TEST(Traps, ElementwiseResultsTakePyTorchsLayout) {
       {"layout_transposed_gt", a43t > 0.0},
       {"layout_expanded_times_transposed", randn({3, 1}, kFloat64).expand({3, 4}) * a43t},
   };
-  for (const auto& [name, y] : cases) {
-    SCOPED_TRACE(name);
-    const auto& want = traps_golden().at(name);
-    EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
-    EXPECT_EQ(std::vector<int64_t>(y.strides().begin(), y.strides().end()), want.at("strides").get<std::vector<int64_t>>());
-    EXPECT_EQ(error_of([&] { y.view({-1}); }) == "(no exception)", want.at("view_ok").get<bool>());
-  }
+  for (const auto& [name, y] : cases) expect_layout_like_torch(name, y);
   // the values are those of the contiguous computation
   EXPECT_EQ(testutil::bit_mismatches<double>(exp(a43t), exp(a43t.contiguous())), 0);
   EXPECT_EQ(testutil::bit_mismatches<double>(a43t + b34, a43t.contiguous() + b34), 0);
@@ -420,5 +430,306 @@ TEST(Traps, LinearAndMatmulEdgeCases) {
   EXPECT_EQ(causal_qk_softmax(zeros({1, 1, 0}).expand({1, 3, 0}), zeros({1, 3, 0})).shape(), Size({1, 3, 3}));
   const Tensor mf = masked_fill(randn({4, 3}).t(), tensor({true, false, true, false}), 0.0);
   const auto& want = traps_golden().at("layout_masked_fill_transposed");
-  EXPECT_EQ(std::vector<int64_t>(mf.strides().begin(), mf.strides().end()), want.at("strides").get<std::vector<int64_t>>());
+  EXPECT_EQ(strides_of(mf), want.at("strides").get<std::vector<int64_t>>());
+}
+
+// ---- layout where an op copies or converts first (PyTorch's preserve_format) ----
+
+TEST(Traps, ToAndCloneKeepTheLayoutAsPyTorchsPreserveFormat) {
+  // to(dtype) and clone() made contiguous copies; PyTorch keeps a dense input's strides and gives
+  // any other input dense strides in the order of its own. contiguous() stays row-major.
+  const Tensor f43t = randn({4, 3}).requires_grad_().t();
+  const Tensor sliced = randn({3, 8}, kFloat64).slice(1, std::nullopt, std::nullopt, 2);
+  const Tensor perm_sliced = randn({4, 2, 6}, kFloat64).permute({1, 2, 0}).slice(1, std::nullopt, std::nullopt, 2);
+  const Tensor expanded = randn({3, 1}, kFloat64).expand({3, 4});
+  const Tensor p234 = randn({4, 2, 3}, kFloat64).permute({1, 2, 0});
+  const std::vector<std::pair<std::string, Tensor>> cases = {
+      {"layout_to_transposed", f43t.to(kFloat64)},
+      {"layout_to_sliced", sliced.to(kFloat32)},
+      {"layout_to_permuted_sliced", perm_sliced.to(kFloat32)},
+      {"layout_to_expanded", expanded.to(kFloat32)},
+      {"layout_to_permuted", p234.to(kFloat32)},
+      {"layout_clone_transposed", f43t.clone()},
+      {"layout_clone_sliced", sliced.clone()},
+      {"layout_clone_permuted_sliced", perm_sliced.clone()},
+      {"layout_clone_expanded", expanded.clone()},
+      {"layout_clone_permuted", p234.clone()},
+      {"layout_contiguous_transposed", f43t.contiguous()},
+      {"layout_contiguous_permuted_sliced", perm_sliced.contiguous()},
+      {"layout_reshape_copy_transposed", randn({4, 3}, kFloat64).t().reshape({2, 6})},
+  };
+  for (const auto& [name, y] : cases) expect_layout_like_torch(name, y);
+  // the copies hold the input's values, whatever their layout
+  for (const Tensor& x : {f43t.detach(), sliced, perm_sliced, expanded, p234}) {
+    EXPECT_EQ(testutil::bit_mismatches<double>(x.to(kFloat64).clone().contiguous(), x.to(kFloat64).contiguous()), 0);
+    EXPECT_EQ(x.to(kFloat32).to_vector<float>(), x.contiguous().to(kFloat32).to_vector<float>());
+    EXPECT_EQ(x.clone().to_vector<double>(), x.to_vector<double>());
+    EXPECT_TRUE(clone(x, MemoryFormat::Contiguous).is_contiguous());
+    EXPECT_FALSE(clone(x, MemoryFormat::Contiguous).shares_storage(x));
+  }
+  // contiguous() of a contiguous tensor is the tensor itself; to() of its own dtype too
+  const Tensor c = randn({3, 4});
+  EXPECT_EQ(c.contiguous().impl(), c.impl());
+  EXPECT_EQ(c.to(kFloat32).impl(), c.impl());
+  // the gradient flows back through the copies in the input's layout
+  Tensor w = randn({4, 3}, kFloat64).requires_grad_();
+  sum(w.t().clone() * 2.0 + w.t().to(kFloat32).to(kFloat64) * 3.0).backward();
+  EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(12, 5.0));
+}
+
+TEST(Traps, OpsThatConvertDtypeFirstKeepPyTorchsLayout) {
+  // int -> float unary ops, mixed-dtype binaries, where and flip gave contiguous results where
+  // PyTorch keeps the (transposed, permuted) layout of the input
+  const Tensor a34 = randn({3, 4}, kFloat64), b34 = randn({3, 4}, kFloat64);
+  const Tensor a43t = randn({4, 3}, kFloat64).t(), b43t = randn({4, 3}, kFloat64).t();
+  const Tensor p234 = randn({4, 2, 3}, kFloat64).permute({1, 2, 0});
+  const Tensor sliced = randn({3, 8}, kFloat64).slice(1, std::nullopt, std::nullopt, 2);
+  const Tensor i43t = arange(12).view({4, 3}).t();
+  const Tensor cond43t = gt(randn({4, 3}), 0.0).t();
+  const std::vector<std::pair<std::string, Tensor>> cases = {
+      {"layout_exp_int_transposed", exp(i43t)},
+      {"layout_int_div_scalar_transposed", i43t / 2.0},
+      {"layout_int_times_fraction_transposed", i43t * 2.5},
+      {"layout_int_neg_transposed", -i43t},
+      {"layout_int_pow_half_transposed", pow(i43t, 0.5)},
+      {"layout_int_clamp_fraction_transposed", clamp(i43t, 0.5)},
+      {"layout_f32t_plus_f64t", a43t.to(kFloat32) + b43t},
+      {"layout_f32t_plus_f64", a43t.to(kFloat32) + b34},
+      {"layout_f32_plus_f64t", a34.to(kFloat32) + b43t},
+      {"layout_int_plus_f64t", i43t + b43t},
+      {"layout_minimum_f32t_f64t", minimum(a43t.to(kFloat32), b43t)},
+      {"layout_gt_f32t_f64t", gt(a43t.to(kFloat32), b43t)},
+      {"layout_where_transposed", where(cond43t, a43t.to(kFloat32), b43t)},
+      {"layout_where_scalar", where(cond43t, a43t, 0.0)},
+      {"layout_where_contiguous_cond", where(gt(randn({3, 4}), 0.0), a43t, b43t)},
+      {"layout_where_int_float", where(cond43t, i43t, a43t.to(kFloat32))},
+      {"layout_flip0_transposed", a43t.flip({0})},
+      {"layout_flip01_transposed", a43t.flip({0, 1})},
+      {"layout_flip_permuted", p234.flip({1})},
+      {"layout_flip_sliced", sliced.flip({1})},
+      {"layout_roll_transposed", a43t.roll({0}, {0})},
+      {"layout_repeat_transposed", a43t.repeat({1, 1})},
+  };
+  for (const auto& [name, y] : cases) expect_layout_like_torch(name, y);
+  // the values are those of the contiguous computation
+  EXPECT_EQ(testutil::bit_mismatches<float>(exp(i43t), exp(i43t.contiguous())), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(a43t.to(kFloat32) + b43t, a43t.contiguous().to(kFloat32) + b43t.contiguous()), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(where(cond43t, a43t, b43t), where(cond43t.contiguous(), a43t.contiguous(), b43t.contiguous())), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(p234.flip({1, 2}), p234.contiguous().flip({1, 2})), 0);
+  EXPECT_EQ(testutil::bit_mismatches<double>(sliced.flip({0}), sliced.contiguous().flip({0})), 0);
+}
+
+TEST(Traps, AContiguousLeafGetsAContiguousGradient) {
+  // with clone() keeping layouts, a gradient reaching a leaf as a transposed view must still be
+  // accumulated in the leaf's layout, as PyTorch's AccumulateGrad does (optimizers need it)
+  Tensor w = randn({4, 3}).requires_grad_();
+  sum(w.t() * randn({3, 4})).backward();
+  EXPECT_EQ(strides_of(w.grad()), traps_golden().at("leaf_grad_through_t").at("strides").get<std::vector<int64_t>>());
+}
+
+// ---- values PyTorch 1.13 gives where a review found ag differed ----
+
+TEST(Traps, KlDivAtNonPositiveTargetsIsPyTorchsXlogy) {
+  // ag gave -0.5 or 1 where PyTorch's xlogy(t, t) gives NaN (t < 0) and 0 (t = 0); the gradients too
+  const auto& want = traps_golden().at("kl_div_nonpositive_target");
+  Tensor x = tensor({-1.0, -0.5, 0.3, 0.2, -0.7}, kFloat64).requires_grad_();
+  Tensor t = tensor({-0.5, 0.0, 0.5, 1.0, 0.25}, kFloat64).requires_grad_();
+  const Tensor loss = kl_div(x, t, "none");
+  sum(loss * tensor({1.0, 2.0, 3.0, 4.0, 5.0}, kFloat64)).backward();
+  auto same = [](const Tensor& got, const nlohmann::json& w) {  // NaN where PyTorch has NaN, else close
+    const std::vector<double> g = got.to_vector<double>(), e = numbers(w);
+    ASSERT_EQ(g.size(), e.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(e[i])) EXPECT_TRUE(std::isnan(g[i])) << "element " << i << ": " << g[i];
+      else EXPECT_NEAR(g[i], e[i], 1e-12) << "element " << i;
+    }
+  };
+  same(loss, want.at("loss"));
+  same(x.grad(), want.at("dx"));
+  same(t.grad(), want.at("dt"));
+  EXPECT_EQ(loss.grad_fn()->name(), want.at("grad_fn").get<std::string>());
+  // where the target is positive, first and second derivatives are those of the formula
+  const Tensor tp = tensor({0.2, 0.5, 0.3}, kFloat64).requires_grad_(), xp = tensor({-1.0, -0.4, -2.0}, kFloat64).requires_grad_();
+  auto f = [](const std::vector<Tensor>& v) { return kl_div(v[0], v[1], "sum"); };
+  EXPECT_TRUE(gradcheck(f, {xp, tp}));
+  EXPECT_TRUE(gradgradcheck(f, {xp, tp}));
+}
+
+TEST(Traps, BatchNorm1dRefusesMixedDtypesAsPyTorch) {
+  // float64 input with float32 parameters (or statistics) computed in float64; PyTorch raises
+  const auto& want = traps_golden().at("batchnorm_mixed_dtype_raises");
+  struct Case {
+    std::string name;
+    std::function<nn::BatchNorm1d()> make;
+    DType input;
+  };
+  const std::vector<Case> cases = {
+      {"f64_input_f32_module", [] { return nn::BatchNorm1d(3); }, kFloat64},
+      {"f32_input_f64_module", [] { nn::BatchNorm1d bn(3); bn.to(kFloat64); return bn; }, kFloat32},
+      {"f64_input_no_affine", [] { return nn::BatchNorm1d(3, 1e-5, 0.1, false); }, kFloat64},
+      {"f64_input_untracked", [] { return nn::BatchNorm1d(3, 1e-5, 0.1, true, false); }, kFloat64},
+      {"int64_input", [] { return nn::BatchNorm1d(3, 1e-5, 0.1, false, false); }, kInt64},
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    for (const std::string mode : {"train", "eval"}) {
+      SCOPED_TRACE(c.name + "_" + mode);
+      nn::BatchNorm1d bn = c.make();
+      bn.train(mode == "train");
+      const bool raised = error_of([&] { bn(ones({4, 3}, c.input)); }) != "(no exception)";
+      EXPECT_EQ(raised, want.at(c.name + "_" + mode).get<bool>());
+      ++checked;
+    }
+  }
+  nn::BatchNorm1d stateless(3, 1e-5, 0.1, false, false);
+  EXPECT_EQ(stateless(ones({4, 3}, kFloat64)).dtype(), kFloat64);
+  EXPECT_FALSE(want.at("f64_input_stateless").get<bool>());
+  EXPECT_EQ(checked + 1, static_cast<int>(want.size()));
+  nn::BatchNorm1d bn(3);
+  EXPECT_EQ(error_of([&] { bn(ones({4, 3}, kFloat64)); }),
+            "[BatchNorm1d] mixed dtype: input is torch.float64 but weight is torch.float32; convert the module (.to) or the "
+            "input to one dtype");
+  EXPECT_THROW(bn(ones({4, 3}, kFloat64)), std::invalid_argument);
+}
+
+TEST(Traps, LinearTakesABiasOfShapeOneOrZeroDims) {
+  // linear refused a (1) or () bias; F.linear broadcasts it over the out features
+  const Tensor x0 = arange(12, kFloat64).view({3, 4}) / 10.0 - 0.5;
+  const Tensor w0 = arange(20, kFloat64).view({5, 4}) / 20.0 - 0.3;
+  int checked = 0;
+  for (const auto& [key, b0] : {std::pair{std::string("1"), tensor({0.7}, kFloat64)}, std::pair{std::string("0d"), tensor(0.7, kFloat64)}}) {
+    for (const std::string xkey : {"2d", "1d", "3d"}) {
+      const std::string name = "linear_bias_" + key + "_" + xkey;
+      SCOPED_TRACE(name);
+      const auto& want = traps_golden().at(name);
+      Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+      const Tensor xin = xkey == "2d" ? x : xkey == "1d" ? x[1] : x.view({1, 3, 4});
+      const Tensor y = linear(xin, w, b);
+      sum(y * y).backward();
+      EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
+      EXPECT_EQ(y.grad_fn()->name(), want.at("grad_fn").get<std::string>());
+      expect_numbers(y.reshape({-1}), want.at("y"), 1e-12);
+      expect_numbers(x.grad().reshape({-1}), want.at("dx"), 1e-12);
+      expect_numbers(w.grad().reshape({-1}), want.at("dw"), 1e-12);
+      const auto& db = want.at("db");  // a list for the (1) bias, a number for the 0-dim one
+      expect_numbers(b.grad().reshape({-1}), db.is_array() ? db : nlohmann::json::array({db}), 1e-12);
+      EXPECT_EQ(b.grad().shape(), b.shape());
+      auto f = [&](const std::vector<Tensor>& v) {
+        return linear(xkey == "2d" ? v[0] : xkey == "1d" ? v[0][1] : v[0].view({1, 3, 4}), v[1], v[2]);
+      };
+      EXPECT_TRUE(gradcheck(f, {x0.clone().requires_grad_(), w0.clone().requires_grad_(), b0.clone().requires_grad_()}));
+      EXPECT_TRUE(gradgradcheck(f, {x0.clone().requires_grad_(), w0.clone().requires_grad_(), b0.clone().requires_grad_()}));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 6);
+  // a bias of another length is still refused
+  EXPECT_THROW(linear(x0, w0, ones({2}, kFloat64)), std::invalid_argument);
+  EXPECT_THROW(linear(x0, w0, ones({1, 5}, kFloat64)), std::invalid_argument);  // PyTorch broadcasts a 2-D bias; ag refuses it
+}
+
+TEST(Traps, IndexAddTakesZeroDimIndexInputAndSource) {
+  // a 0-dim index acts as one index; a 0-dim input counts as 1-D of size 1, and so does a 0-dim
+  // source of a 1-D input
+  {
+    const auto& want = traps_golden().at("index_add_0d_index");
+    Tensor t = arange(6, kFloat64).view({3, 2}).requires_grad_();
+    Tensor s = tensor({{10.0, 20.0}}, kFloat64).requires_grad_();
+    const Tensor y = index_add(t, 0, tensor(1), s, 2.0);
+    sum(y * arange(1.0, 7.0, 1.0, kFloat64).view({3, 2})).backward();
+    expect_numbers(y.reshape({-1}), want.at("y"), 1e-12);
+    expect_numbers(t.grad().reshape({-1}), want.at("dt"), 1e-12);
+    expect_numbers(s.grad().reshape({-1}), want.at("ds"), 1e-12);
+    EXPECT_EQ(y.grad_fn()->name(), want.at("grad_fn").get<std::string>());
+  }
+  {
+    const auto& want = traps_golden().at("index_add_0d_source");
+    Tensor t = tensor({1.0, 2.0, 3.0}, kFloat64).requires_grad_();
+    Tensor s = tensor(5.0, kFloat64).requires_grad_();
+    const Tensor y = index_add(t, 0, tensor(2), s, 3.0);
+    sum(y * tensor({1.0, 2.0, 3.0}, kFloat64)).backward();
+    expect_numbers(y, want.at("y"), 1e-12);
+    expect_numbers(t.grad(), want.at("dt"), 1e-12);
+    EXPECT_EQ(s.grad().shape().vec(), want.at("ds_shape").get<std::vector<int64_t>>());
+    EXPECT_NEAR(s.grad().item(), want.at("ds").get<double>(), 1e-12);
+  }
+  {
+    const auto& want = traps_golden().at("index_add_0d_input");
+    Tensor t = tensor(1.5, kFloat64).requires_grad_();
+    Tensor s = tensor(5.0, kFloat64).requires_grad_();
+    const Tensor y = index_add(t, 0, tensor(0), s);
+    (y * 3.0).backward();
+    EXPECT_EQ(y.shape().vec(), want.at("shape").get<std::vector<int64_t>>());
+    EXPECT_NEAR(y.item(), want.at("y").get<double>(), 1e-12);
+    EXPECT_NEAR(t.grad().item(), want.at("dt").get<double>(), 1e-12);
+    EXPECT_NEAR(s.grad().item(), want.at("ds").get<double>(), 1e-12);
+  }
+  // first and second derivatives of each form
+  auto check = [](const char* what, const GradcheckFn& f, std::vector<Tensor> in) {
+    SCOPED_TRACE(what);
+    EXPECT_TRUE(gradcheck(f, in));
+    EXPECT_TRUE(gradgradcheck(f, in));
+  };
+  check("0-dim index", [](const std::vector<Tensor>& v) { return index_add(v[0], 1, tensor(0), v[1], 1.5) * v[0]; },
+        {randn({3, 2}, kFloat64).requires_grad_(), randn({3, 1}, kFloat64).requires_grad_()});
+  check("0-dim source", [](const std::vector<Tensor>& v) { return index_add(v[0], 0, tensor({1}), v[1]) * v[0]; },
+        {randn({3}, kFloat64).requires_grad_(), randn({}, kFloat64).requires_grad_()});
+  check("0-dim input", [](const std::vector<Tensor>& v) { return index_add(v[0], -1, tensor(0), v[1] * v[1], 2.0); },
+        {randn({}, kFloat64).requires_grad_(), randn({1}, kFloat64).requires_grad_()});
+  // a 0-dim source of a 2-D input stays an error (PyTorch: "select() cannot be applied to a 0-dim tensor")
+  EXPECT_THROW(index_add(zeros({3, 2}), 0, tensor(1), tensor(5.0f)), std::invalid_argument);
+  EXPECT_THROW(index_add(zeros({}), 0, tensor(1), tensor(5.0f)), std::out_of_range);
+}
+
+TEST(Traps, PowOfTwoBoolTensorsIsPyTorchsError) {
+  // it computed; PyTorch has no bool pow kernel (a bool to an integer power is int64, as before)
+  const auto& want = traps_golden().at("pow_bool");
+  const std::string msg = error_of([] { pow(tensor({true, false}), tensor({true, true})); });
+  EXPECT_NE(msg.find(want.at("error").get<std::string>()), std::string::npos) << msg;
+  EXPECT_EQ(msg, "[pow] \"pow\" not implemented for 'Bool' (shapes [2] and [2])");
+  EXPECT_THROW(pow(tensor(true), tensor({true})), std::invalid_argument);
+  const Tensor p = pow(tensor({true, false}), 2.0);
+  EXPECT_EQ(dtype_name(p.dtype()), want.at("bool_int_power_dtype").get<std::string>());
+  EXPECT_EQ(p.to_vector<int64_t>(), want.at("bool_int_power").get<std::vector<int64_t>>());
+}
+
+TEST(Traps, AnUndefinedTensorNamesTheOpNotTheAccessor) {
+  // these named "[dim]", "[shape]" or "[dtype]", the accessor the op happened to call first
+  const Tensor u, x = ones({3, 2}), i = tensor({0});
+  const std::string tail = "] called on an undefined tensor (a default-constructed Tensor, or .grad() before any backward)";
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"index_select", [&] { index_select(u, 0, i); }},
+      {"index_select", [&] { index_select(x, 0, u); }},
+      {"gather", [&] { gather(x, 0, u); }},
+      {"scatter_add", [&] { scatter_add(x, 0, u, x); }},
+      {"embedding", [&] { embedding(u, i); }},
+      {"embedding", [&] { embedding(x, u); }},
+      {"index_add", [&] { index_add(u, 0, i, ones({1, 2})); }},
+      {"index_add", [&] { index_add(x, 0, u, ones({1, 2})); }},
+      {"index_add", [&] { index_add(x, 0, i, u); }},
+      {"t", [&] { t(u); }},
+      {"t", [&] { u.t(); }},
+      {"view", [&] { u.view({2}); }},
+      {"reshape", [&] { u.reshape({2}); }},
+      {"transpose", [&] { u.transpose(0, 1); }},
+      {"permute", [&] { u.permute({0}); }},
+      {"unsqueeze", [&] { u.unsqueeze(0); }},
+      {"squeeze", [&] { u.squeeze(); }},
+      {"squeeze", [&] { u.squeeze(0); }},
+      {"expand", [&] { u.expand({2}); }},
+      {"slice", [&] { u.slice(0, 0, 1); }},
+      {"narrow", [&] { u.narrow(0, 0, 1); }},
+      {"select", [&] { u[0]; }},
+      {"logical_not", [&] { logical_not(u); }},
+      {"to", [&] { u.to(kFloat64); }},
+      {"clone", [&] { u.clone(); }},
+      {"contiguous", [&] { u.contiguous(); }},
+      {"BatchNorm1d", [&] { nn::BatchNorm1d bn(2); bn(u); }},
+      {"load_state_dict", [&] { nn::BatchNorm1d bn(2); bn.load_state_dict({{"weight", u}, {"bias", ones({2})}}, false); }},
+  };
+  for (const auto& [op, f] : cases) {
+    SCOPED_TRACE(op);
+    EXPECT_EQ(error_of(f), "[" + op + tail);
+    EXPECT_THROW(f(), std::logic_error);
+  }
 }

@@ -56,18 +56,31 @@ Tensor min_max(bool is_max, const Tensor& a, const Tensor& b, const Size& shape,
   });
 }
 
+// out (shape) = cond ? a : b, laid out as TensorIterator lays out (cond, a, b)'s result
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Size& shape, DType dt) {
   return dispatch_all(dt, [&]<typename T>() {
-    Tensor out = detail::make_tensor(shape, dt);
+    Tensor out = detail::make_tensor(shape, detail::elementwise_strides(shape, {&cond, &a, &b}), dt);
     T* po = out.data_ptr<T>();
     const auto* pc = static_cast<const uint8_t*>(cond.impl()->storage->data);
     const T* pa = static_cast<const T*>(a.impl()->storage->data);
     const T* pb = static_cast<const T*>(b.impl()->storage->data);
+    if (out.is_contiguous() && cond.is_contiguous() && a.is_contiguous() && b.is_contiguous() && cond.shape() == shape &&
+        a.shape() == shape && b.shape() == shape) {  // the common case: one flat loop the compiler vectorizes
+      pc += cond.storage_offset();
+      pa += a.storage_offset();
+      pb += b.storage_offset();
+      const int64_t n = out.numel();
+      for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? pa[i] : pb[i];
+      return out;
+    }
     const Strides sc = detail::broadcast_strides(cond, shape), sa = detail::broadcast_strides(a, shape),
                   sb = detail::broadcast_strides(b, shape);
-    int64_t i = 0;
-    detail::walk<3>(shape, {&sc, &sa, &sb}, {cond.storage_offset(), a.storage_offset(), b.storage_offset()},
-                    [&](const std::array<int64_t, 3>& o) { po[i++] = pc[o[0]] ? pa[o[1]] : pb[o[2]]; });
+    detail::walk_in_memory_order<4>(shape, {&out.strides(), &sc, &sa, &sb},
+                                    {0, cond.storage_offset(), a.storage_offset(), b.storage_offset()},
+                                    [&](const std::array<int64_t, 4>& o) {
+                                      const T x = pa[o[2]], y = pb[o[3]];  // both read: a select, not a branch
+                                      po[o[0]] = pc[o[1]] ? x : y;
+                                    });
     return out;
   });
 }

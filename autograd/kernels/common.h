@@ -95,9 +95,13 @@ void walk(const Size& shape, const std::array<const Strides*, N>& st, std::array
 template <std::size_t N, class F>
 void walk_in_memory_order(const Size& shape, const std::array<const Strides*, N>& st, const std::array<int64_t, N>& off, F&& f) {
   const std::size_t n = static_cast<std::size_t>(shape.size());
+  const Strides& so = *st[0];
+  if (std::is_sorted(so.begin(), so.end(), [](int64_t x, int64_t y) { return x > y; })) {
+    walk<N>(shape, st, off, f);  // already outermost first (e.g. contiguous): nothing to reorder
+    return;
+  }
   std::array<std::size_t, 64> order{};
   for (std::size_t d = 0; d < n; ++d) order[d] = d;
-  const Strides& so = *st[0];
   std::stable_sort(order.begin(), order.begin() + n, [&](std::size_t x, std::size_t y) { return so[x] > so[y]; });
   Size ps;
   std::array<Strides, N> pst;

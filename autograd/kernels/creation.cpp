@@ -8,6 +8,7 @@
 
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
+#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -133,7 +134,7 @@ Tensor tri(const Tensor& t, int64_t diagonal, bool upper) {
   Tensor out;
   {
     NoGradGuard g;
-    out = t.clone();  // always contiguous
+    out = clone(t, MemoryFormat::Contiguous);
   }
   const int64_t rows = t.size(-2), cols = t.size(-1), mats = rows * cols != 0 ? t.numel() / (rows * cols) : 0;
   dispatch_all(t.dtype(), [&]<typename T>() {

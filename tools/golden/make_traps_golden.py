@@ -2,7 +2,8 @@
 """PyTorch 1.13's answers for the trap regression tests (tests/test_traps.cpp): grad_fn names and
 output shapes of calls where ag used to differ. Run with Debian's PyTorch:
     /usr/bin/python3 tools/golden/make_traps_golden.py
-It writes tests/golden/traps.json: {"case name": {"grad_fn": ..., "shape": [...]}}.
+It writes tests/golden/traps.json: {"case name": {"grad_fn": ..., "shape": [...]}} (layout cases:
+strides and whether .view(-1) works; value cases: numbers, NaN and inf as text).
 The case names are the C++ test's keys; each case below says the call.
 """
 import json
@@ -124,6 +125,129 @@ t12 = torch.tensor([1, 2])
 values("huge_scalars", gt=torch.gt(t12, 1e30), times_inf=(t12 * float("inf")).tolist(),
        plus_huge_dtype=str((t12 + 1e30).dtype), clamp_huge=torch.clamp(t12, max=1e30).tolist())
 layout("layout_masked_fill_transposed", a43t.masked_fill(torch.tensor([True, False, True, False]), 0.0))
+
+# ---- layout where an op converts or copies first (preserve_format, TensorIterator's layout) ----
+# .to() and .clone() keep a dense input's strides, and give any other input dense strides in the
+# order of its own; contiguous() is row-major. Ops that convert dtype before computing follow.
+def layout_named(name, y):
+    layout(name, y)
+    cases[name]["grad_fn"] = y.grad_fn.name() if y.grad_fn is not None else None
+
+
+f43t = torch.randn(4, 3, requires_grad=True).t()
+sliced = torch.randn(3, 8, dtype=torch.float64)[:, ::2]
+perm_sliced = torch.randn(4, 2, 6, dtype=torch.float64).permute(1, 2, 0)[:, ::2]
+expanded = torch.randn(3, 1, dtype=torch.float64).expand(3, 4)
+i43t = torch.arange(12).view(4, 3).t()
+layout_named("layout_to_transposed", f43t.to(torch.float64))
+layout_named("layout_to_sliced", sliced.to(torch.float32))
+layout_named("layout_to_permuted_sliced", perm_sliced.to(torch.float32))
+layout_named("layout_to_expanded", expanded.to(torch.float32))
+layout_named("layout_to_permuted", p234.to(torch.float32))
+layout_named("layout_clone_transposed", f43t.clone())
+layout_named("layout_clone_sliced", sliced.clone())
+layout_named("layout_clone_permuted_sliced", perm_sliced.clone())
+layout_named("layout_clone_expanded", expanded.clone())
+layout_named("layout_clone_permuted", p234.clone())
+layout_named("layout_contiguous_transposed", f43t.contiguous())
+layout_named("layout_contiguous_permuted_sliced", perm_sliced.contiguous())
+layout("layout_exp_int_transposed", torch.exp(i43t))
+layout("layout_int_div_scalar_transposed", i43t / 2)
+layout("layout_int_times_fraction_transposed", i43t * 2.5)
+layout("layout_int_neg_transposed", -i43t)
+layout("layout_int_pow_half_transposed", i43t ** 0.5)
+layout("layout_int_clamp_fraction_transposed", torch.clamp(i43t, 0.5))
+layout("layout_f32t_plus_f64t", a43t.float() + b43t)
+layout("layout_f32t_plus_f64", a43t.float() + b34)
+layout("layout_f32_plus_f64t", a34.float() + b43t)
+layout("layout_int_plus_f64t", i43t + b43t)
+layout("layout_minimum_f32t_f64t", torch.minimum(a43t.float(), b43t))
+layout("layout_gt_f32t_f64t", a43t.float() > b43t)
+cond43t = torch.randn(4, 3) > 0
+layout("layout_where_transposed", torch.where(cond43t.t(), a43t.float(), b43t))
+layout("layout_where_scalar", torch.where(cond43t.t(), a43t, 0.0))
+layout("layout_where_contiguous_cond", torch.where(torch.randn(3, 4) > 0, a43t, b43t))
+layout("layout_where_int_float", torch.where(cond43t.t(), i43t, a43t.float()))
+layout("layout_flip0_transposed", a43t.flip(0))
+layout("layout_flip01_transposed", a43t.flip(0, 1))
+layout("layout_flip_permuted", p234.flip(1))
+layout("layout_flip_sliced", sliced.flip(1))
+layout("layout_roll_transposed", a43t.roll(0, 0))
+layout("layout_repeat_transposed", a43t.repeat(1, 1))
+layout("layout_reshape_copy_transposed", a43t.reshape(2, 6))
+# a contiguous leaf's gradient is contiguous (the layout contract of AccumulateGrad), even when
+# the gradient reaching it is a transposed view
+w_leaf = torch.randn(4, 3, requires_grad=True)
+(w_leaf.t() * torch.randn(3, 4)).sum().backward()
+cases["leaf_grad_through_t"] = {"strides": list(w_leaf.grad.stride())}
+
+# kl_div at targets <= 0 (PyTorch's xlogy: NaN for t < 0, 0 for t = 0) and its gradients
+x = torch.tensor([-1.0, -0.5, 0.3, 0.2, -0.7], dtype=torch.float64, requires_grad=True)
+t = torch.tensor([-0.5, 0.0, 0.5, 1.0, 0.25], dtype=torch.float64, requires_grad=True)
+loss = F.kl_div(x, t, reduction="none")
+(loss * torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=torch.float64)).sum().backward()
+values("kl_div_nonpositive_target", loss=loss, dx=x.grad, dt=t.grad, grad_fn=loss.grad_fn.name())
+
+# BatchNorm1d with parameters of another dtype than the input's: PyTorch raises ("mixed dtype")
+def raises(f):
+    try:
+        f()
+        return False
+    except RuntimeError:
+        return True
+
+
+bn_raises = {}
+for name, make in [("f64_input_f32_module", lambda: (torch.nn.BatchNorm1d(3), torch.float64)),
+                   ("f32_input_f64_module", lambda: (torch.nn.BatchNorm1d(3).double(), torch.float32)),
+                   ("f64_input_no_affine", lambda: (torch.nn.BatchNorm1d(3, affine=False), torch.float64)),
+                   ("f64_input_untracked", lambda: (torch.nn.BatchNorm1d(3, track_running_stats=False), torch.float64)),
+                   ("int64_input", lambda: (torch.nn.BatchNorm1d(3, affine=False, track_running_stats=False), torch.int64))]:
+    for mode in ["train", "eval"]:
+        bn, dtype = make()
+        bn.train(mode == "train")
+        bn_raises[name + "_" + mode] = raises(lambda: bn(torch.ones(4, 3).to(dtype)))
+bn, _ = torch.nn.BatchNorm1d(3, affine=False, track_running_stats=False), None
+bn_raises["f64_input_stateless"] = raises(lambda: bn(torch.ones(4, 3, dtype=torch.float64)))
+cases["batchnorm_mixed_dtype_raises"] = bn_raises
+
+# linear with a (1) or () bias (broadcast over the out features); values and gradients
+xl = (torch.arange(12, dtype=torch.float64).view(3, 4) / 10 - 0.5).requires_grad_()
+wl = (torch.arange(20, dtype=torch.float64).view(5, 4) / 20 - 0.3).requires_grad_()
+for key, b0 in [("1", torch.tensor([0.7], dtype=torch.float64)), ("0d", torch.tensor(0.7, dtype=torch.float64))]:
+    for xkey, xin in [("2d", xl), ("1d", xl[1]), ("3d", xl.view(1, 3, 4))]:
+        bl = b0.clone().requires_grad_()
+        xl.grad = wl.grad = None
+        y = F.linear(xin, wl, bl)
+        (y * y).sum().backward()
+        values("linear_bias_" + key + "_" + xkey, y=y.flatten(), dx=xl.grad.flatten(), dw=wl.grad.flatten(), db=bl.grad,
+               shape=list(y.shape), grad_fn=y.grad_fn.name())
+
+# index_add with a 0-dim index (one index), a 0-dim input and a 0-dim source of a 1-D input
+ia_t = torch.arange(6, dtype=torch.float64).view(3, 2).requires_grad_()
+ia_s = torch.tensor([[10.0, 20.0]], dtype=torch.float64, requires_grad=True)
+y = ia_t.index_add(0, torch.tensor(1), ia_s, alpha=2.0)
+(y * torch.arange(1.0, 7.0, dtype=torch.float64).view(3, 2)).sum().backward()
+values("index_add_0d_index", y=y.flatten(), dt=ia_t.grad.flatten(), ds=ia_s.grad.flatten(), grad_fn=y.grad_fn.name())
+ia_t = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+ia_s = torch.tensor(5.0, dtype=torch.float64, requires_grad=True)
+y = ia_t.index_add(0, torch.tensor(2), ia_s, alpha=3.0)
+(y * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+values("index_add_0d_source", y=y, dt=ia_t.grad, ds=ia_s.grad, ds_shape=list(ia_s.grad.shape))
+ia_t = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+ia_s = torch.tensor(5.0, dtype=torch.float64, requires_grad=True)
+y = ia_t.index_add(0, torch.tensor(0), ia_s)
+(y * 3.0).backward()
+values("index_add_0d_input", y=y, dt=ia_t.grad, ds=ia_s.grad, shape=list(y.shape))
+
+# pow of two bool tensors: PyTorch has no kernel (a bool to an int power is int64)
+try:
+    torch.pow(torch.tensor([True, False]), torch.tensor([True, True]))
+    pow_bool_error = None
+except RuntimeError as e:
+    pow_bool_error = str(e)
+values("pow_bool", error=pow_bool_error, bool_int_power=torch.pow(torch.tensor([True, False]), 2),
+       bool_int_power_dtype=str(torch.pow(torch.tensor([True, False]), 2).dtype))
 
 with open(OUT, "w") as f:
     json.dump(cases, f, indent=1, sort_keys=True)
