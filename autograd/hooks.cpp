@@ -20,6 +20,19 @@ void Tensor::retain_grad() const {
   impl_->retains_grad = true;
 }
 
+void detail::rebase_retained(const Tensor& self, const std::shared_ptr<Node>& old_fn, uint32_t old_nr) {
+  TensorImpl* i = self.impl();
+  if (!i->retains_grad || !old_fn || !old_fn->meta || old_fn == i->grad_fn) return;
+  auto& r = old_fn->meta->retained;
+  for (auto it = r.begin(); it != r.end(); ++it) {
+    if (it->first == old_nr && it->second.lock().get() == i) {
+      r.erase(it);
+      break;
+    }
+  }
+  meta_of(*i->grad_fn).retained.emplace_back(i->output_nr, self.impl_ptr());
+}
+
 bool Tensor::retains_grad() const { return checked("retains_grad").retains_grad; }
 
 // As libtorch, a hook's id is its position among the hooks of this tensor.

@@ -112,6 +112,7 @@ Tensor value_before(const Tensor& self, bool copy) {
     before = detail::alias(self, self.shape(), self.strides(), self.storage_offset());
   }
   before.impl()->grad_fn = self.grad_fn();
+  before.impl()->output_nr = self.impl()->output_nr;
   before.impl()->requires_grad = self.requires_grad();
   return before;
 }
@@ -152,8 +153,12 @@ Tensor& apply_inplace(Tensor& self, const char* op, bool other_requires_grad, bo
   r = r.to(self.dtype());
   detail::begin_inplace(self, op, true);
   detail::copy_into(self, r);
+  const std::shared_ptr<Node> old_fn = self.grad_fn();
+  const uint32_t old_nr = self.impl()->output_nr;
   self.impl()->grad_fn = r.grad_fn();
+  self.impl()->output_nr = r.impl()->output_nr;
   self.impl()->requires_grad = true;
+  detail::rebase_retained(self, old_fn, old_nr);
   return self;
 }
 

@@ -45,12 +45,14 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
   // The history so far, kept as a separate handle: the new node's input.
   Tensor before = detail::alias(*this, shape(), strides(), storage_offset());
   before.impl()->grad_fn = grad_fn();
+  before.impl()->output_nr = impl()->output_nr;
   before.impl()->requires_grad = requires_grad();
   const bool track = detail::begin_inplace(*this, "masked_fill_", true);
   kernels::masked_fill_inplace(*this, mask, value);
   if (track) {
     record(*this, "MaskedFillBackward0", {before},
            [m = SavedTensor(mask)](const Tensor& g) -> Grads { return masked_fill_backward(m, g); });
+    detail::rebase_retained(*this, before.grad_fn(), before.impl()->output_nr);
   }
   return *this;
 }

@@ -209,6 +209,10 @@ struct BackwardObserver {
   virtual void node_ran(const Node& node, const std::vector<Tensor>& grad_outputs, const Grads& grad_inputs) = 0;
 };
 BackwardObserver* backward_observer();
+
+// After an in-place op gave `self` a new grad_fn (it was output `old_nr` of `old_fn`): a retained
+// gradient follows the tensor to its new node, as in PyTorch. Hooks stay where they were.
+void rebase_retained(const Tensor& self, const std::shared_ptr<Node>& old_fn, uint32_t old_nr);
 void set_backward_observer(BackwardObserver* o);  // null: none
 }  // namespace detail
 

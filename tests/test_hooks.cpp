@@ -193,6 +193,21 @@ TEST(RetainGrad, ViewsReusedTensorsAndRepeatedBackward) {
   EXPECT_EQ(vals(a.grad()), expected(j["a"]));
 }
 
+TEST(RetainGrad, FollowsTheTensorThroughInPlaceOps) {
+  const auto& j = golden()["hooks"]["retain_inplace"];
+  Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor a = x * 2;
+  a.retain_grad();
+  a.mul_(3.0);
+  Tensor b = x * 2;
+  b.retain_grad();
+  b.masked_fill_(tensor({true, false}), 5.0);
+  sum(a * a + b * b).backward();
+  EXPECT_EQ(vals(a.grad()), expected(j["a"]));
+  EXPECT_EQ(vals(b.grad()), expected(j["b"]));
+  EXPECT_EQ(vals(x.grad()), expected(j["x"]));
+}
+
 TEST(Hooks, UnderCreateGraphTheReplacementIsDifferentiated) {
   const auto& j = golden()["hooks"]["create_graph"];
   Tensor x = tensor({0.5, -1.5}, kFloat64).requires_grad_();

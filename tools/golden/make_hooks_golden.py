@@ -191,6 +191,17 @@ once = {"v": vals(v.grad), "b": vals(b.grad)}
 loss.backward()
 hooks["retain"] = {"once": once, "twice": {"v": vals(v.grad), "b": vals(b.grad)}, "a": vals(a.grad)}
 
+# retain_grad follows the tensor through in-place ops (its .grad is the new version's gradient)
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+a = x * 2
+a.retain_grad()
+a.mul_(3)
+b = x * 2
+b.retain_grad()
+b.masked_fill_(torch.tensor([True, False]), 5.0)
+(a * a + b * b).sum().backward()
+hooks["retain_inplace"] = {"a": vals(a.grad), "b": vals(b.grad), "x": vals(x.grad)}
+
 # create_graph: a hook's replacement is differentiated through
 x = torch.tensor([0.5, -1.5], requires_grad=True)
 y = x ** 3
