@@ -129,6 +129,11 @@ struct NodeMeta {
   std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;  // (output, tensor) pairs
   std::shared_ptr<TensorImpl> variable;                                 // AccumulateGrad: its leaf
   std::string created;  // anomaly mode: "node #17 (made under the label ... at file:line)"
+  // KeepValuesGuard (tape.h): detached copies, taken when the node was recorded, of its inputs
+  // (undefined where an input was), its outputs and the tensors it saved for backward;
+  // kept_saved_from[k] is the input saved tensor k is (-1: an output, -2: another tensor).
+  std::vector<Tensor> kept_inputs, kept_outputs, kept_saved;
+  std::vector<int> kept_saved_from;
 };
 
 struct Node {
@@ -207,6 +212,10 @@ struct BackwardObserver {
 };
 BackwardObserver* backward_observer();
 void set_backward_observer(BackwardObserver* o);  // null: none
+
+// KeepValuesGuard (tape.h) sets this thread's flag; record() tests it once.
+bool keep_values_on();
+void set_keep_values(bool on);  // either way, drops the saved copies not yet given to a node
 }  // namespace detail
 
 // Grad mode: ops record history only when it is enabled (the default).
