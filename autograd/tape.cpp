@@ -207,10 +207,9 @@ BackwardTape record_backward(const Tensor& root, const std::vector<std::pair<std
       info.output_values = n->meta->kept_outputs;
       info.saved = n->meta->kept_saved;
       info.saved_from = n->meta->kept_saved_from;
-      for (std::size_t i = 0; i < info.input_shapes.size() && i < info.input_values.size(); ++i)
-        if (info.input_shapes[i].size() == 0 && info.input_values[i].defined() && info.inputs[i].node < 0 &&
-            info.inputs[i].leaf < 0)
-          info.input_shapes[i] = info.input_values[i].shape();  // an input that needs no gradient: its edge has no shape
+      // an input that needs no gradient has an edge without a shape: its kept value has one
+      for (std::size_t i = 0; i < n->next.size() && i < info.input_values.size(); ++i)
+        if (!n->next[i].active() && info.input_values[i].defined()) info.input_shapes[i] = info.input_values[i].shape();
     }
     t.nodes.push_back(std::move(info));
   }

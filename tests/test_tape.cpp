@@ -201,6 +201,9 @@ TEST(Tape, RecordsEveryStepWithTheGradientsAgComputes) {
     for (const auto& n : t.nodes) {
       if (n.name != hn->name()) continue;
       ASSERT_TRUE(n.kept);
+      ASSERT_EQ(n.output_values.size(), 1u);
+      ASSERT_EQ(n.saved.size(), 1u);
+      ASSERT_EQ(n.input_values.size(), 1u);
       EXPECT_EQ(bit_mismatches<float>(n.output_values[0], m.h), 0);
       EXPECT_EQ(bit_mismatches<float>(n.saved[0], m.h), 0);  // tanh saves its output
       EXPECT_EQ(n.saved_from, std::vector<int>{-1});
@@ -222,15 +225,21 @@ TEST(Tape, LeavesGradAndTheGraphAsTheyWere) {
   {
     Mlp m;
     m.forward();
-    // a .grad already there (from an earlier step) and a retained non-leaf without one
+    // a .grad already there (from an earlier step), on a leaf and on the retained non-leaf h
     m.w2.set_grad(full({3, 5}, 7.0));
+    m.h.set_grad(full({4, 5}, 3.0));
     const TensorImpl* before = m.w2.grad().impl();
+    const TensorImpl* before_h = m.h.grad().impl();
     const std::string path = temp_path("page.html");
     to_html(m.loss, path, m.names());
     EXPECT_EQ(m.w2.grad().impl(), before);
     EXPECT_EQ(m.w2.grad().to_vector<float>(), std::vector<float>(15, 7.0f));
+    EXPECT_EQ(m.h.grad().impl(), before_h);
+    EXPECT_EQ(m.h.grad().to_vector<float>(), std::vector<float>(20, 3.0f));
     EXPECT_FALSE(m.w1.grad().defined());
     EXPECT_FALSE(m.b1.grad().defined());
+    m.h.set_grad(Tensor());
+    to_html(m.loss, path, m.names());
     EXPECT_FALSE(m.h.grad().defined());
     std::filesystem::remove(path);
 
