@@ -10,4 +10,5 @@
 #include "node.h"
 #include "ops.h"
 #include "shape.h"
+#include "tape.h"
 #include "tensor.h"

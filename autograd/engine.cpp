@@ -47,6 +47,43 @@ detail::BackwardObserver* detail::backward_observer() { return g_observer; }
 void detail::set_backward_observer(BackwardObserver* o) { g_observer = o; }
 
 namespace {
+// KeepValuesGuard (tape.h): whether the nodes recorded on this thread keep copies of their values,
+// and the copies of what the op being recorded saved for backward, with the tensor each was taken
+// from (SavedTensor's constructor adds them; record() hands them to the node and clears the list).
+struct PendingSaved {
+  Tensor copy;
+  const TensorImpl* from;
+};
+thread_local bool g_keep_values = false;
+thread_local std::vector<PendingSaved> g_pending_saved;
+
+Tensor value_copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
+
+// The node keeps copies of its inputs, its outputs and the tensors saved for it.
+void keep_values(Node& node, const Tensor* inputs, std::size_t n, const Tensor* outs, std::size_t m) {
+  if (!node.meta) node.meta = std::make_unique<NodeMeta>();
+  NodeMeta& k = *node.meta;
+  for (std::size_t i = 0; i < n; ++i) k.kept_inputs.push_back(value_copy(inputs[i]));
+  for (std::size_t j = 0; j < m; ++j) k.kept_outputs.push_back(value_copy(outs[j]));
+  for (PendingSaved& s : g_pending_saved) {
+    int from = -2;
+    for (std::size_t j = 0; j < m; ++j)
+      if (outs[j].impl() == s.from) from = -1;
+    for (std::size_t i = n; i-- > 0;)
+      if (inputs[i].impl() == s.from) from = static_cast<int>(i);
+    k.kept_saved.push_back(std::move(s.copy));
+    k.kept_saved_from.push_back(from);
+  }
+  g_pending_saved.clear();
+}
+}  // namespace
+bool detail::keep_values_on() { return g_keep_values; }
+void detail::set_keep_values(bool on) {
+  g_keep_values = on;
+  g_pending_saved.clear();
+}
+
+namespace {
 // The node whose backward the engine is running on this thread: the grad_fn a saved output gets
 // back when it is unpacked while a graph is recorded.
 thread_local const std::shared_ptr<Node>* g_running = nullptr;
@@ -65,6 +102,7 @@ class RunningNode {
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
+  if (g_keep_values) g_pending_saved.push_back({value_copy(t), t.impl()});
   t_ = is_output ? t.detach() : t;
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
@@ -140,6 +178,7 @@ static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::s
   node->shape = out.shape();
   node->dtype = out.dtype();
   if (detail::anomaly_mode_on()) detail::anomaly_record(*node, {out});
+  if (g_keep_values) keep_values(*node, inputs, n, &out, 1);
   out.impl()->grad_fn = std::move(node);
   out.impl()->output_nr = 0;
   out.impl()->requires_grad = true;
@@ -163,6 +202,7 @@ void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differenti
   node->shape = outs[0].shape();
   node->dtype = outs[0].dtype();
   if (detail::anomaly_mode_on()) detail::anomaly_record(*node, outs);
+  if (g_keep_values) keep_values(*node, inputs.data(), inputs.size(), outs.data(), outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (k < differentiable.size() && !differentiable[k]) continue;
     outs[k].impl()->grad_fn = node;

@@ -134,6 +134,11 @@ struct NodeMeta {
   std::string created;  // anomaly mode: "node #17 (made under the label ... at file:line)"
   MultiBackwardFn backward_multi;     // set instead of Node::backward by a node with several outputs
   std::vector<Tensor> pending_more;  // scratch of a backward pass: gradients of outputs 1..
+  // KeepValuesGuard (tape.h): detached copies, taken when the node was recorded, of its inputs
+  // (undefined where an input was), its outputs and the tensors it saved for backward;
+  // kept_saved_from[k] is the input saved tensor k is (-1: an output, -2: another tensor).
+  std::vector<Tensor> kept_inputs, kept_outputs, kept_saved;
+  std::vector<int> kept_saved_from;
 };
 
 struct Node {
@@ -214,6 +219,10 @@ BackwardObserver* backward_observer();
 // gradient follows the tensor to its new node, as in PyTorch. Hooks stay where they were.
 void rebase_retained(const Tensor& self, const std::shared_ptr<Node>& old_fn, uint32_t old_nr);
 void set_backward_observer(BackwardObserver* o);  // null: none
+
+// KeepValuesGuard (tape.h) sets this thread's flag; record() tests it once.
+bool keep_values_on();
+void set_keep_values(bool on);  // either way, drops the saved copies not yet given to a node
 }  // namespace detail
 
 // Grad mode: ops record history only when it is enabled (the default).

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
       ("save", "write the trained model (safetensors)", cxxopts::value<std::string>())
       ("load", "start from a checkpoint (with --epochs 0: just evaluate it)", cxxopts::value<std::string>())
       ("dot", "write the autograd graph of one training step (Graphviz DOT)", cxxopts::value<std::string>())
+      ("html", "write the tape explorer of one training step: one HTML page that steps through backward", cxxopts::value<std::string>())
       ("json", "print one JSON object like the PyTorch reference")
       ("h,help", "show this help");
   try {
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
     if (a.count("save")) c.save_path = a["save"].as<std::string>();
     if (a.count("load")) c.load_path = a["load"].as<std::string>();
     if (a.count("dot")) c.dot_path = a["dot"].as<std::string>();
+    if (a.count("html")) c.html_path = a["html"].as<std::string>();
     json = a.count("json") > 0;
     next_word::validate(c);
   } catch (const std::exception& e) {
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
     print_attention(r);
     if (!c.save_path.empty()) std::printf("\nsaved %s\n", c.save_path.c_str());
     if (!c.dot_path.empty()) std::printf("wrote the graph of one training step to %s (render: dot -Tsvg %s -o graph.svg)\n", c.dot_path.c_str(), c.dot_path.c_str());
+    if (!c.html_path.empty()) std::printf("wrote the tape explorer of one training step to %s (open it in a browser)\n", c.html_path.c_str());
   } catch (const std::exception& e) {
     std::cerr << "next_word: " << e.what() << "\n";
     return 1;

@@ -29,7 +29,7 @@ void validate(const Config& c) {
   }
   if (c.dtype != "float32" && c.dtype != "float64") bad("--dtype must be float32 or float64, got '" + c.dtype + "'");
   // Output files are checked before training so a typo does not cost a run.
-  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--save", c.save_path}, {"--dot", c.dot_path}}) {
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--save", c.save_path}, {"--dot", c.dot_path}, {"--html", c.html_path}}) {
     if (path.empty()) continue;
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir)) bad(flag + ": directory " + dir.string() + " does not exist");
@@ -75,10 +75,21 @@ Result run(const Config& c, const std::function<void(int64_t, double)>& on_epoch
     if (!f) throw std::runtime_error("cannot write --dot file " + c.dot_path);
     f << to_dot(loss, model.named_parameters());
   };
+  // --html: the first step's forward keeps its values (KeepValuesGuard) for the tape explorer
+  auto first_loss = [&]() {
+    if (c.html_path.empty()) return loss_of();
+    Tensor loss;
+    {
+      KeepValuesGuard keep;
+      loss = loss_of();
+    }
+    to_html(loss, c.html_path, model.named_parameters());  // leaves .grad and the graph as they were
+    return loss;
+  };
   model.train();
   for (int64_t epoch = 0; epoch < c.epochs; ++epoch) {
     opt->zero_grad();
-    Tensor loss = loss_of();
+    Tensor loss = epoch == 0 ? first_loss() : loss_of();
     if (epoch == 0 && !c.dot_path.empty()) write_dot(loss);
     loss.backward();
     opt->step();
@@ -86,6 +97,7 @@ Result run(const Config& c, const std::function<void(int64_t, double)>& on_epoch
     if (on_epoch) on_epoch(epoch, r.losses.back());
   }
   if (c.epochs == 0 && !c.dot_path.empty()) write_dot(loss_of());
+  if (c.epochs == 0 && !c.html_path.empty()) first_loss();
 
   model.eval();
   NoGradGuard no_grad;

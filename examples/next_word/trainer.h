@@ -22,6 +22,7 @@ struct Config {
   std::string load_path;           // start from this checkpoint
   std::string save_path;           // write the trained model here
   std::string dot_path;            // write the graph of one training step here
+  std::string html_path;           // write the tape explorer page of one training step here
 };
 
 // Throws std::invalid_argument with a message naming the flag.
