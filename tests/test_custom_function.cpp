@@ -407,6 +407,37 @@ TEST(CustomFunction, MarkDirtyGivesTheModifiedInputTheNodesHistory) {
   EXPECT_NE(e.find(want), std::string::npos) << e;
 }
 
+namespace {
+struct GradModeSeen : Function<GradModeSeen> {
+  static bool in_forward, in_backward;
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    in_forward = grad_enabled();
+    ctx->save_for_backward({x});
+    return x * x;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    in_backward = grad_enabled();
+    return {2 * ctx->get_saved_variables()[0] * g[0]};
+  }
+};
+bool GradModeSeen::in_forward = true, GradModeSeen::in_backward = true;
+}  // namespace
+
+TEST(CustomFunction, ForwardRunsWithGradModeOffAndBackwardWithItOnOnlyUnderCreateGraph) {
+  Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor y = GradModeSeen::apply(x);
+  EXPECT_FALSE(GradModeSeen::in_forward);
+  EXPECT_TRUE(grad_enabled()) << "restored after forward";
+  EXPECT_EQ(y.grad_fn()->name(), "GradModeSeenBackward");
+  EXPECT_EQ(y.grad_fn()->next_functions()[0].first->name(), "AccumulateGrad") << "its edge leads to the leaf";
+  Tensor g = grad({sum(y)}, {x})[0];
+  EXPECT_FALSE(GradModeSeen::in_backward);
+  EXPECT_FALSE(g.requires_grad());
+  g = grad({sum(GradModeSeen::apply(x))}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_TRUE(GradModeSeen::in_backward);
+  EXPECT_TRUE(g.requires_grad());
+}
+
 // ---------------------------------------------------------------- inputs and outputs
 
 namespace {
