@@ -501,6 +501,22 @@ TEST(CustomFunction, ReturningAnInputGivesAnAliasAndLeavesTheInputAlone) {
 
 // ---------------------------------------------------------------- gradcheck, gradgradcheck
 
+namespace {
+// (sin x, cos x), both outputs saved: under create_graph each comes back as its own output of the node
+struct SinCos : Function<SinCos> {
+  static std::vector<Tensor> forward(AutogradContext* ctx, Tensor x) {
+    Tensor s = sin(x), c = cos(x);
+    ctx->save_for_backward({s, c});
+    return {s, c};
+  }
+  // ds = g_s cos x, dc = -g_c sin x
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    auto sc = ctx->get_saved_variables();
+    return {g[0] * sc[1] - g[1] * sc[0]};
+  }
+};
+}  // namespace
+
 TEST(CustomFunction, GradcheckAndGradgradcheckPass) {
   manual_seed(3);
   struct Case {
@@ -516,6 +532,9 @@ TEST(CustomFunction, GradcheckAndGradgradcheckPass) {
       {"MaxDim", [](auto& in) { return MaxDim::apply(in[0])[0]; }, {{3, 4}}},
       {"SquareAndMask", [](auto& in) { return SquareAndMask::apply(in[0])[0]; }, {{5}}},
       {"SumAll", [](auto& in) { return SumAll::apply(std::vector<Tensor>{in[0], in[1]}, -0.7); }, {{2}, {2}}},
+      {"SinCos_saved_outputs", [](auto& in) { auto o = SinCos::apply(in[0]); return o[0] * o[1].pow(2) + o[1]; }, {{4}}},
+      {"SinCos_second_output_only", [](auto& in) { return SinCos::apply(in[0])[1].pow(3); }, {{4}}},
+      {"two_outputs_both_used", [](auto& in) { auto o = TwoOutputs::apply(in[0], true); return o[0] * o[1].pow(2); }, {{3}}},
       {"in_a_graph", [](auto& in) { return sum(tanh(LegendrePolynomial3::apply(in[0] * in[1])) * Exp::apply(in[1])); },
        {{3}, {3}}},
   };
