@@ -3,6 +3,7 @@
 
 #include "anomaly.h"
 #include "dtype.h"
+#include "function.h"
 #include "functional.h"
 #include "generator.h"
 #include "gradcheck.h"
