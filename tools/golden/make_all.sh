@@ -8,11 +8,13 @@ cd "$(dirname "$0")/../.."
 py=/usr/bin/python3
 for script in make_golden make_creation_golden make_higher_order_golden make_next_word_golden \
               make_next_word_hvp_golden make_nn_modules_golden make_optim_golden make_reduce_index_golden \
-              make_rng_golden make_safetensors_golden make_scheduler_golden make_traps_golden make_tutorials_golden \
+              make_rng_golden make_safetensors_golden make_scheduler_golden make_traps_golden make_tutorials_golden make_custom_function_golden \
               consumer seed004; do
   echo "== $script"
   "$py" "tools/golden/$script.py"
 done
+echo "== make_hooks_golden"
+"$py" tools/golden/make_hooks_golden.py > tests/golden/hooks.json
 echo "== second_order_reference"
 "$py" tools/golden/second_order_reference.py --json > tests/golden/second_order.json
 echo "== make_op_golden"
