@@ -42,8 +42,8 @@ bool is_anomaly_enabled() { return detail::g_anomaly_enabled; }
 DetectAnomalyGuard::DetectAnomalyGuard() : prev_(detail::g_anomaly_enabled) { set_detect_anomaly(true); }
 DetectAnomalyGuard::~DetectAnomalyGuard() { set_detect_anomaly(prev_); }
 
-AnomalyLabel::AnomalyLabel(std::string label, std::source_location where) : prev_(std::move(g_label)) {
-  g_label = "\"" + label + "\" (" + where.file_name() + ":" + std::to_string(where.line()) + ")";
+AnomalyLabel::AnomalyLabel(std::string label, const char* file, unsigned line) : prev_(std::move(g_label)) {
+  g_label = "\"" + label + "\" (" + file + ":" + std::to_string(line) + ")";
 }
 AnomalyLabel::~AnomalyLabel() { g_label = std::move(prev_); }
 

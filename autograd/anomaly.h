@@ -7,7 +7,6 @@
 // the real cause, far from where backward noticed). Off (the default) it costs one flag test per op.
 #pragma once
 
-#include <source_location>
 #include <string>
 
 namespace ag {
@@ -28,10 +27,11 @@ class DetectAnomalyGuard {
 };
 
 // RAII: names the nodes recorded in its scope, for anomaly mode's messages ("attention of block 2").
-// Where the scope was opened (file:line) is noted too. Scopes nest; the innermost label is used.
+// Where the scope was opened (file:line, filled in at the call by __builtin_FILE/__builtin_LINE,
+// which g++ and clang 14 both have) is noted too. Scopes nest; the innermost label is used.
 class AnomalyLabel {
  public:
-  explicit AnomalyLabel(std::string label, std::source_location where = std::source_location::current());
+  explicit AnomalyLabel(std::string label, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE());
   ~AnomalyLabel();
   AnomalyLabel(const AnomalyLabel&) = delete;
   AnomalyLabel& operator=(const AnomalyLabel&) = delete;
