@@ -1,5 +1,5 @@
 // The one header a program needs: tensors, ops and autograd, nn modules, optimizers and
-// learning-rate schedulers, checkpoints.
+// learning-rate schedulers, checkpoints, data parallelism (ag::dist).
 //
 //   #include <ag/ag.h>
 //
@@ -11,6 +11,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/format.h"
+#include "dist/dist.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/batchnorm.h"

@@ -46,6 +46,20 @@ thread_local detail::BackwardObserver* g_observer = nullptr;
 detail::BackwardObserver* detail::backward_observer() { return g_observer; }
 void detail::set_backward_observer(BackwardObserver* o) { g_observer = o; }
 
+// The callbacks queued by the backward pass running on this thread (null outside one).
+thread_local std::vector<std::function<void()>>* g_callbacks = nullptr;
+void detail::queue_callback(std::function<void()> fn) {
+  if (!g_callbacks) throw std::logic_error("[queue_callback] no backward pass is running on this thread");
+  g_callbacks->push_back(std::move(fn));
+}
+namespace {
+struct CallbackScope {  // a nested backward (inside a hook) has its own callbacks
+  explicit CallbackScope(std::vector<std::function<void()>>* mine) : prev(g_callbacks) { g_callbacks = mine; }
+  ~CallbackScope() { g_callbacks = prev; }
+  std::vector<std::function<void()>>* prev;
+};
+}  // namespace
+
 namespace {
 // KeepValuesGuard (tape.h): whether the nodes recorded on this thread keep copies of their values,
 // and the copies of what the op being recorded saved for backward, with the tensor each was taken
@@ -350,6 +364,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     targets.nodes.push_back(in.grad_fn().get());
   }
   std::vector<Tensor> captured(inputs.size());
+  std::vector<std::function<void()>> callbacks;
+  const CallbackScope callback_scope(&callbacks);
   auto capture_leaf = [&](const TensorImpl* leaf, const Tensor& g) {
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (targets.leaves[i] == leaf) captured[i] = sum_grads(captured[i], g);
@@ -375,10 +391,10 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   };
   // A leaf with hooks gets the sum of its gradients once: the pass counts the edges that lead to
   // it and holds the sum until the last one delivered (or the pass ends).
-  std::vector<TensorImpl*> hooked;
-  auto count_leaf = [&](TensorImpl* leaf) {
+  std::vector<std::shared_ptr<TensorImpl>> hooked;  // held: a leaf stays alive until its hooks ran
+  auto count_leaf = [&](const std::shared_ptr<TensorImpl>& leaf) {
     detail::LeafHooks* lh = leaf->leaf_hooks.get();
-    if (!lh || lh->hooks.empty()) return;
+    if (!lh || (lh->hooks.empty() && lh->post_accumulate.empty())) return;
     if (lh->pass != pass) {
       lh->pass = pass;
       lh->pending = 0;
@@ -387,12 +403,18 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     }
     ++lh->pending;
   };
-  auto finish_leaf = [&](TensorImpl* leaf, Tensor g) {
-    if (leaf->leaf_hooks) g = run_hooks("a leaf", leaf->leaf_hooks->hooks, std::move(g));
-    if (accumulate) accumulate_leaf(leaf, g);
-    else capture_leaf(leaf, g);
+  auto finish_leaf = [&](const std::shared_ptr<TensorImpl>& leaf_ptr, Tensor g) {
+    TensorImpl* leaf = leaf_ptr.get();
+    detail::LeafHooks* lh = leaf->leaf_hooks.get();
+    if (lh) g = run_hooks("a leaf", lh->hooks, std::move(g));
+    if (!accumulate) return capture_leaf(leaf, g);
+    accumulate_leaf(leaf, g);
+    if (lh && !lh->post_accumulate.empty()) {
+      const Tensor self(leaf_ptr);
+      for (const PostAccumulateGradHook& h : lh->post_accumulate) h(self);
+    }
   };
-  auto deliver_leaf = [&](TensorImpl* leaf, const Tensor& g) {
+  auto deliver_leaf = [&](const std::shared_ptr<TensorImpl>& leaf, const Tensor& g) {
     detail::LeafHooks* lh = leaf->leaf_hooks.get();
     if (lh && lh->pass == pass && lh->pending > 0) {
       if (g.defined()) lh->sum = sum_grads(lh->sum, g);
@@ -408,7 +430,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     for (std::size_t r = 0; r < roots.size(); ++r) {
       Node* n = roots[r].grad_fn().get();
       if (!n) {  // backward on a leaf: its gradient is the seed itself
-        finish_leaf(roots[r].impl(), grads[r]);
+        finish_leaf(roots[r].impl_ptr(), grads[r]);
         continue;
       }
       if (first_visit(roots[r].grad_fn())) root_nodes.push_back(n);
@@ -418,7 +440,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       Node* n = stack.back();
       stack.pop_back();
       for (const Edge& e : n->next) {
-        if (e.leaf) count_leaf(e.leaf.get());
+        if (e.leaf) count_leaf(e.leaf);
         if (!e.fn) continue;
         if (first_visit(e.fn)) stack.push_back(e.fn.get());
         ++e.fn->pending_consumers;
@@ -510,7 +532,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         const Edge& e = edges[i];
         const bool has = i < node_grads.size() && node_grads[i].defined() && e.active();
         if (has) check_grad(node->name_, i, e, node_grads[i]);
-        if (e.leaf) deliver_leaf(e.leaf.get(), has ? node_grads[i] : Tensor());
+        if (e.leaf) deliver_leaf(e.leaf, has ? node_grads[i] : Tensor());
         if (!e.fn || e.fn->needed <= 0) continue;
         Node* m = e.fn.get();
         if (has) {
@@ -522,7 +544,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (!retain_graph) node->next.clear();
     }
     // leaves whose hooks still wait for a gradient that never came (a path that did not run)
-    for (TensorImpl* leaf : hooked) {
+    for (const std::shared_ptr<TensorImpl>& leaf : hooked) {
       detail::LeafHooks* lh = leaf->leaf_hooks.get();
       Tensor s = std::move(lh->sum);
       lh->sum = Tensor();
@@ -534,11 +556,15 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       n->pending_grad = Tensor();
       if (n->meta) n->meta->pending_more.clear();
     }
-    for (TensorImpl* leaf : hooked) {
+    for (const std::shared_ptr<TensorImpl>& leaf : hooked) {
       leaf->leaf_hooks->sum = Tensor();
       leaf->leaf_hooks->pending = 0;
     }
     throw;
+  }
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {  // a callback may queue another
+    const std::function<void()> fn = std::move(callbacks[i]);
+    fn();
   }
   return captured;
 }

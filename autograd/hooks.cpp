@@ -54,6 +54,19 @@ unsigned Tensor::register_hook(GradHook hook) const {
   return id;
 }
 
+void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
+  const TensorImpl& i = checked("register_post_accumulate_grad_hook");
+  if (!i.requires_grad) {
+    throw std::runtime_error("[register_post_accumulate_grad_hook] cannot register a hook on a tensor that doesn't require gradient");
+  }
+  if (i.grad_fn) {
+    throw std::runtime_error("[register_post_accumulate_grad_hook] post accumulate grad hooks cannot be registered on non-leaf tensors");
+  }
+  if (!hook) throw std::invalid_argument("[register_post_accumulate_grad_hook] the hook is empty");
+  if (!impl_->leaf_hooks) impl_->leaf_hooks = std::make_shared<detail::LeafHooks>();
+  impl_->leaf_hooks->post_accumulate.push_back(std::move(hook));
+}
+
 void Tensor::remove_hook(unsigned id) const {
   const TensorImpl& i = checked("remove_hook");
   auto invalid = [id] {

@@ -112,6 +112,7 @@ struct HookEntry {
 // (PyTorch runs them as pre-hooks of the AccumulateGrad node).
 struct LeafHooks {
   std::vector<HookEntry> hooks;
+  std::vector<PostAccumulateGradHook> post_accumulate;  // after .grad is updated (backward only)
   std::weak_ptr<Node> grad_accumulator;
   uint64_t pass = 0;  // scratch of the pass that last met the leaf:
   int pending = 0;    // edges still to deliver,
@@ -219,6 +220,11 @@ BackwardObserver* backward_observer();
 // gradient follows the tensor to its new node, as in PyTorch. Hooks stay where they were.
 void rebase_retained(const Tensor& self, const std::shared_ptr<Node>& old_fn, uint32_t old_nr);
 void set_backward_observer(BackwardObserver* o);  // null: none
+
+// Runs `fn` once when the backward pass now running on this thread has finished (after every
+// gradient reached its .grad), as PyTorch's Variable._execution_engine.queue_callback. Outside a
+// backward pass it throws std::logic_error. If the pass throws, queued callbacks are dropped.
+void queue_callback(std::function<void()> fn);
 
 // KeepValuesGuard (tape.h) sets this thread's flag; record() tests it once.
 bool keep_values_on();

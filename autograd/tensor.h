@@ -26,6 +26,8 @@ class Tensor;
 // A gradient hook (Tensor::register_hook): returns a replacement gradient, or an undefined
 // tensor to leave the gradient as it is.
 using GradHook = std::function<Tensor(const Tensor&)>;
+// A hook run on a leaf after backward accumulated its .grad (Tensor::register_post_accumulate_grad_hook).
+using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 namespace detail {
 struct LeafHooks;
@@ -128,6 +130,11 @@ class Tensor {
   // they were registered; the id removes one.
   unsigned register_hook(GradHook hook) const;
   void remove_hook(unsigned id) const;
+  // On a leaf that requires grad: calls `hook(leaf)` each time backward has accumulated the
+  // leaf's gradient into .grad (once per pass, after the gradient hooks), as PyTorch 2's
+  // register_post_accumulate_grad_hook; optimizers and data-parallel gradient averaging start
+  // from it. Not called by ag::grad, which does not touch .grad. Throws on a non-leaf.
+  void register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const;
   // Backpropagates from this tensor, accumulating into the .grad of the leaves. Without
   // `gradient` the tensor must hold one element. retain_graph defaults to create_graph; with
   // create_graph the backward pass records its own graph, and .grad is accumulated out of place

@@ -1,9 +1,16 @@
 // train_text: trains a small character-level causal transformer on a text file, then samples
-// from it. With no arguments it trains on the short text shipped beside it.
+// from it. With no arguments it trains on the short text shipped beside it. With --distributed,
+// under `mpirun -np N`, N processes share each batch (data parallel): only rank 0 prints,
+// samples and saves; an error on any rank prints one line naming it and ends the whole job.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <memory>
+#include <string>
+
+#include <ag/ag.h>
 
 #include "trainer.h"
 
@@ -24,7 +31,23 @@ int main(int argc, char** argv) {
       ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
       ("save", "write the trained model (safetensors)", cxxopts::value<std::string>())
       ("load", "start from a checkpoint", cxxopts::value<std::string>())
+      ("save-every", "also save every N steps (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
+      ("dtype", "float32 or float64", cxxopts::value<std::string>()->default_value("float32"))
+      ("distributed", "data parallel over MPI: run under mpirun -np N; --batch is the global batch")
       ("h,help", "show this help");
+  // --distributed starts MPI before anything else, so that only rank 0 reports a bad argument
+  bool distributed = false;
+  for (int i = 1; i < argc; ++i) distributed = distributed || std::string(argv[i]) == "--distributed";
+  std::unique_ptr<ag::dist::InitGuard> mpi;
+  if (distributed) {
+    try {
+      mpi = std::make_unique<ag::dist::InitGuard>(&argc, &argv);
+    } catch (const std::exception& e) {
+      std::cerr << "train_text: --distributed: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  const int rank = distributed ? ag::dist::rank() : 0;
   try {
     auto a = cli.parse(argc, argv);
     if (a.count("help")) {
@@ -45,26 +68,41 @@ int main(int argc, char** argv) {
     c.seed = a["seed"].as<uint64_t>();
     if (a.count("save")) c.save_path = a["save"].as<std::string>();
     if (a.count("load")) c.load_path = a["load"].as<std::string>();
+    c.save_every = a["save-every"].as<int64_t>();
+    c.dtype = a["dtype"].as<std::string>();
+    c.distributed = distributed;
     train_text::validate(c);
-  } catch (const std::exception& e) {
-    std::cerr << "train_text: " << e.what() << " (see --help)\n";
+  } catch (const std::exception& e) {  // every rank sees the same arguments: all stop, rank 0 says why
+    if (rank == 0) std::cerr << "train_text: " << e.what() << " (see --help)\n";
     return 2;
   }
   try {
-    std::printf("training on %s\n", c.file.c_str());
-    const auto r = train_text::run(c, [](int64_t step, double train_loss, double val_loss) {
-      if (!std::isnan(val_loss)) std::printf("step %5lld  train loss %.4f  val loss %.4f\n", static_cast<long long>(step + 1), train_loss, val_loss);
+    if (rank == 0) std::printf("training on %s%s\n", c.file.c_str(), distributed ? (" with " + std::to_string(ag::dist::world_size()) + " processes").c_str() : "");
+    const auto r = train_text::run(c, [rank](int64_t step, double train_loss, double val_loss) {
+      if (rank != 0 || std::isnan(val_loss)) return;
+      std::printf("step %5lld  train loss %.4f  val loss %.4f\n", static_cast<long long>(step + 1), train_loss, val_loss);
       std::fflush(stdout);
     });
+    if (rank != 0) return 0;
     std::printf("\n%lld characters (%lld train, %lld validation), vocabulary %lld\n",
                 static_cast<long long>(r.train_chars + r.val_chars), static_cast<long long>(r.train_chars),
                 static_cast<long long>(r.val_chars), static_cast<long long>(r.vocab));
     std::printf("validation loss %.4f (untrained %.4f, unigram baseline %.4f)\n", r.final_val_loss, r.first_val_loss,
                 r.unigram_val_loss);
-    std::printf("%.0f tokens/s\n\nsample:\n%s\n", r.tokens_per_second, r.sample.c_str());
+    std::printf("%.0f tokens/s", r.tokens_per_second);
+    if (distributed) {
+      std::printf(" (%d processes; rank 0 waited for gradient all-reduces %.1f%% of the training time)", r.world_size,
+                  100.0 * r.all_reduce_seconds / std::max(r.train_seconds, 1e-9));
+    }
+    std::printf("\n\nsample:\n%s\n", r.sample.c_str());
   } catch (const std::exception& e) {
-    std::cerr << "train_text: " << e.what() << "\n";
-    return 1;
+    if (!distributed) {
+      std::cerr << "train_text: " << e.what() << "\n";
+      return 1;
+    }
+    // the other ranks may be waiting for this one in a collective: end the whole job
+    std::cerr << "train_text: rank " << rank << ": " << e.what() << std::endl;
+    ag::dist::abort(1);
   }
   return 0;
 }
