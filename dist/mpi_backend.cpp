@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/dist.h"
 
@@ -73,6 +74,18 @@ std::chrono::nanoseconds wait_for(MPI_Request& req, const char* op) {
                    " s (a rank died, hangs, or called another collective)");
     }
     std::this_thread::yield();
+  }
+}
+
+// wait_for, but if it throws, `buffer` stays allocated until the process ends (the job is over
+// but MPI may still write into it).
+std::chrono::nanoseconds wait_keeping(MPI_Request& req, const char* op, const Tensor& buffer) {
+  try {
+    return wait_for(req, op);
+  } catch (...) {
+    static std::vector<Tensor> graveyard;
+    graveyard.push_back(buffer);
+    throw;
   }
 }
 
@@ -199,7 +212,7 @@ void broadcast(Tensor& tensor, int root) {
     MPI_Request req;
     check(MPI_Ibcast(raw(buf), count_of(buf, "broadcast"), mpi_type(buf.dtype(), "broadcast"), root, MPI_COMM_WORLD, &req),
           "broadcast");
-    wait_for(req, "broadcast");
+    wait_keeping(req, "broadcast", buf);
   });
 }
 
@@ -221,6 +234,7 @@ struct Work::State {
   Tensor tensor;  // kept alive while MPI writes into it
   ReduceOp op = ReduceOp::SUM;
   bool done = false;
+  bool abandoned = false;  // timed out: the job is over, nobody waits for it again
   std::chrono::nanoseconds waited{0};
   void finish() {
     done = true;
@@ -231,7 +245,7 @@ struct Work::State {
     ++tensor.impl()->storage->version;
   }
   ~State() {
-    if (done || req == MPI_REQUEST_NULL || !is_initialized()) return;
+    if (done || abandoned || req == MPI_REQUEST_NULL || !is_initialized()) return;
     try {
       wait_for(req, "all_reduce");
     } catch (const std::exception& e) {  // a destructor cannot throw: the job cannot go on
@@ -265,8 +279,10 @@ bool Work::is_completed() {
 }
 
 void Work::wait() {
-  if (!s_ || s_->done) return;
-  s_->waited += wait_for(s_->req, "all_reduce");
+  if (!s_ || s_->done || s_->abandoned) return;
+  s_->abandoned = true;  // unless it finishes
+  s_->waited += wait_keeping(s_->req, "all_reduce", s_->tensor);
+  s_->abandoned = false;
   s_->finish();
 }
 

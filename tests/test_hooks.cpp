@@ -156,6 +156,41 @@ TEST(Hooks, LeafHookSeesTheSummedGradientOnceBeforeAccumulation) {
   EXPECT_EQ(calls, j["calls"].get<std::vector<std::vector<double>>>());
 }
 
+// PyTorch 2's register_post_accumulate_grad_hook: once per backward, after the gradient hooks and
+// after .grad holds the sum; never for ag::grad; leaves only.
+TEST(Hooks, PostAccumulateGradHookSeesTheAccumulatedGradOnce) {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  std::vector<std::vector<double>> seen;
+  x.register_hook([](const Tensor& g) { return g * 10; });
+  x.register_post_accumulate_grad_hook([&](const Tensor& leaf) { seen.push_back(vals(leaf.grad())); });
+  (x * 2 + x * 3).sum().backward();  // two paths, one call
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], (std::vector<double>{50, 50}));
+  (x * x).sum().backward();  // accumulates: 50 + 10 * 2x
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], (std::vector<double>{70, 90}));
+  ag::grad({(x * x).sum()}, {x});
+  EXPECT_EQ(seen.size(), 2u);
+  Tensor y = x * 2;
+  EXPECT_THROW(y.register_post_accumulate_grad_hook([](const Tensor&) {}), std::runtime_error);
+  EXPECT_THROW(tensor({1.0}).register_post_accumulate_grad_hook([](const Tensor&) {}), std::runtime_error);
+}
+
+// detail::queue_callback (PyTorch's queue_callback): runs once when the backward pass that queued
+// it has finished, after every leaf's .grad is final.
+TEST(Hooks, QueuedCallbackRunsAfterTheWholeBackward) {
+  Tensor a = tensor({3.0}).requires_grad_(), b = tensor({4.0}).requires_grad_();
+  std::vector<double> at_end;
+  int queued = 0;
+  a.register_hook([&](const Tensor& g) {
+    if (queued++ == 0) detail::queue_callback([&] { at_end = {a.grad().item(), b.grad().item()}; });
+    return Tensor();
+  });
+  (a * b + b * b).sum().backward();
+  EXPECT_EQ(at_end, (std::vector<double>{4, 11}));
+  EXPECT_THROW(detail::queue_callback([] {}), std::logic_error);
+}
+
 TEST(Hooks, OnlyOnTensorsThatRequireGradAndOnlyDefinedShapes) {
   Tensor c = zeros({2});
   EXPECT_THROW(c.register_hook([](const Tensor& g) { return g; }), std::runtime_error);
