@@ -126,7 +126,8 @@ struct DistributedDataParallel::Impl {
     detail::queue_callback([this] { finish_backward(); });
   }
 
-  void launch_ready() {
+  void launch_ready(bool at_end = false) {
+    if (!options.overlap && !at_end) return;
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
       Bucket& b = buckets[next_launch++];
       b.work = all_reduce_async(b.flat, ReduceOp::SUM);
@@ -157,6 +158,7 @@ struct DistributedDataParallel::Impl {
   void finish_backward() {
     in_backward = false;
     for (std::size_t p = 0; p < params.size(); ++p) arrive(p, Tensor());
+    launch_ready(true);
     const auto t0 = std::chrono::steady_clock::now();
     for (Bucket& b : buckets) b.work.wait();
     last_wait = std::chrono::steady_clock::now() - t0;

@@ -99,6 +99,9 @@ struct DDPOptions {
   double bucket_cap_mb = 1.0;
   // Broadcast rank 0's buffers (BatchNorm's running statistics) before each forward.
   bool broadcast_buffers = true;
+  // Start each bucket's all_reduce as soon as backward has filled it (false: all of them when
+  // backward has finished; for measuring what the overlap gains).
+  bool overlap = true;
 };
 
 // Wraps a module (not owned: it must outlive the wrapper). At construction it checks that every

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
       ("save-every", "also save every N steps (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
       ("dtype", "float32 or float64", cxxopts::value<std::string>()->default_value("float32"))
       ("distributed", "data parallel over MPI: run under mpirun -np N; --batch is the global batch")
+      ("overlap", "with --distributed: all-reduce gradients while backward runs (--overlap=false: after it)",
+       cxxopts::value<bool>()->default_value("true"))
       ("h,help", "show this help");
   // --distributed starts MPI before anything else, so that only rank 0 reports a bad argument
   bool distributed = false;
@@ -71,6 +73,7 @@ int main(int argc, char** argv) {
     c.save_every = a["save-every"].as<int64_t>();
     c.dtype = a["dtype"].as<std::string>();
     c.distributed = distributed;
+    c.overlap = a["overlap"].as<bool>();
     train_text::validate(c);
   } catch (const std::exception& e) {  // every rank sees the same arguments: all stop, rank 0 says why
     if (rank == 0) std::cerr << "train_text: " << e.what() << " (see --help)\n";

@@ -127,7 +127,7 @@ Report run(const Config& c, const std::function<void(int64_t, double, double)>& 
   // Distributed: rank 0's parameters everywhere, gradients averaged after each backward.
   std::unique_ptr<dist::DistributedDataParallel> ddp;
   const int world = c.distributed ? dist::world_size() : 1, me = c.distributed ? dist::rank() : 0;
-  if (c.distributed) ddp = std::make_unique<dist::DistributedDataParallel>(model);
+  if (c.distributed) ddp = std::make_unique<dist::DistributedDataParallel>(model, dist::DDPOptions{.overlap = c.overlap});
   r.world_size = world;
   const int64_t local = c.batch / world;  // this rank's windows of each global batch
   auto save = [&] {

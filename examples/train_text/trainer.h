@@ -28,6 +28,7 @@ struct Config {
   // of `batch` windows and trains on its 1/N share; DistributedDataParallel averages the
   // gradients, so N ranks take the steps one process takes. Only rank 0 samples and saves.
   bool distributed = false;
+  bool overlap = true;  // DDPOptions::overlap: all-reduce buckets during backward
 };
 
 void validate(const Config& c);  // throws std::invalid_argument naming the flag
