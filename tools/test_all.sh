@@ -15,7 +15,7 @@ jobs=2
 
 # On a fresh machine (CI may get one), install the Debian packages the README's first command
 # installs, if any is missing.
-packages=(g++ cmake clang libclang-rt-14-dev libopenblas-dev libgtest-dev libcxxopts-dev libbenchmark-dev nlohmann-json3-dev chromium chromium-driver python3-selenium)
+packages=(g++ cmake clang libclang-rt-14-dev libopenblas-dev libgtest-dev libcxxopts-dev libbenchmark-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin chromium chromium-driver python3-selenium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
