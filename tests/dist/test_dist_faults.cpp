@@ -160,3 +160,17 @@ TEST(DistFaults, AKilledRankEndsTheJobAndTheCheckpointStaysWhole) {
     fs::remove_all(d);
   }
 }
+
+// Every rank sees the same bad argument; all stop and only rank 0 says why.
+TEST(DistFaults, ABadArgumentIsOneLineFromRankZero) {
+  const fs::path d = fresh_dir("args");
+  Job j = start(kMpirun + TRAIN_TEXT_BIN + " --distributed --batch 5", (d / "log").string());
+  const Ended e = wait_for(j, 30);
+  ASSERT_TRUE(e.in_time) << e.output;
+  EXPECT_NE(e.status, 0);
+  const std::string line = "train_text: --batch 5 (the global batch) is not a multiple of the 2 processes (see --help)\n";
+  const auto first = e.output.find(line);
+  EXPECT_NE(first, std::string::npos) << e.output;
+  EXPECT_EQ(e.output.find(line, first + 1), std::string::npos) << e.output;
+  fs::remove_all(d);
+}
