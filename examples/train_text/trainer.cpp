@@ -150,13 +150,13 @@ Report run(const Config& c, const std::function<void(int64_t, double, double)>& 
     if (ddp) r.all_reduce_seconds += std::chrono::duration<double>(ddp->last_wait_time()).count();
     opt.step();
     r.final_train_loss = loss.item();
-    if (world > 1) {  // the mean over the global batch, as one process reports it
+    const bool eval_now = (step + 1) % 100 == 0 || step + 1 == c.steps;
+    if (world > 1 && eval_now) {  // the mean over the global batch, as one process reports it
       Tensor l = from_vector(std::vector<double>{r.final_train_loss / world}, {1}, kFloat64);
       dist::all_reduce(l);
       r.final_train_loss = l.item();
     }
     if (c.save_every > 0 && (step + 1) % c.save_every == 0) save();
-    const bool eval_now = (step + 1) % 100 == 0 || step + 1 == c.steps;
     const double vl = eval_now ? evaluate(model, val, T, c.distributed) : NAN;
     if (on_step) on_step(step, r.final_train_loss, vl);
   }

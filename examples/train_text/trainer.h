@@ -45,7 +45,9 @@ struct Report {
   std::vector<std::pair<std::string, ag::Tensor>> final_state;  // the trained model's state_dict
 };
 
-// on_step(step, train_loss, val_loss or NaN) is called after every step (val every 100 steps).
+// on_step(step, train_loss, val_loss or NaN) is called after every step (val every 100 steps and
+// at the last; distributed, train_loss is the global batch's at those steps, this rank's share's
+// at the others, which saves a collective per step).
 Report run(const Config& c, const std::function<void(int64_t, double, double)>& on_step = {});
 
 }  // namespace train_text
