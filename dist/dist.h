@@ -41,7 +41,8 @@ bool is_available();
 // Calls finalize() at exit if the program has not. Throws if MPI is not available or was
 // already finalized.
 void init(int* argc = nullptr, char*** argv = nullptr, std::chrono::milliseconds timeout = std::chrono::minutes(5));
-// Ends MPI (MPI_Finalize) after a barrier; a no-op if not initialized or already finalized.
+// Ends MPI (MPI_Finalize) after a barrier without timeout (the other ranks may still be busy on
+// their own: rank 0 sampling, saving); a no-op if not initialized or already finalized.
 void finalize();
 bool is_initialized();
 // RAII: init() in the constructor, finalize() in the destructor, or abort(1) if the destructor

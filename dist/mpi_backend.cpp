@@ -159,7 +159,9 @@ void init(int* argc, char*** argv, std::chrono::milliseconds timeout) {
 
 void finalize() {
   if (!is_initialized()) return;
-  barrier();
+  // no timeout here: a rank may still be busy alone (rank 0 sampling, saving) for a long time,
+  // and a rank that died ends the job through mpirun anyway
+  check(MPI_Barrier(MPI_COMM_WORLD), "finalize");
   MPI_Finalize();
 }
 
