@@ -6,7 +6,9 @@
 #      all), then tests/consumer built against it with find_package(ag), run, and its output
 #      compared with PyTorch's (tests/golden/consumer.txt)
 #   3. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/
-#      (its canary test proves ASan is active; LeakSanitizer runs at exit of every test)
+#      (its canary test proves ASan is active; LeakSanitizer runs at exit of every test), and
+#      without MPI (-DAG_MPI=OFF), so the build without MPI is tested too; the MPI tests
+#      (tests/dist/, under mpirun) run in stage 1
 #   4. the libFuzzer target of the checkpoint loader, built with clang, for FUZZ_SECONDS
 #      (default 30) on the seed corpus in tests/fuzz/corpus
 set -euo pipefail
@@ -58,13 +60,13 @@ diff tests/golden/consumer.txt "$work/consumer.txt"
 echo "installed $(echo "$headers" | wc -l) headers; the consumer built with find_package(ag) prints PyTorch's output"
 
 echo "== 3/4 test suite under ASan + UBSan"
-cmake -S . -B build-asan -DAG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAG_BUILD_BENCHMARKS=OFF
+cmake -S . -B build-asan -DAG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAG_BUILD_BENCHMARKS=OFF -DAG_MPI=OFF
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 echo "== 4/4 fuzzing the checkpoint loader for ${fuzz_seconds}s"
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAG_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DAG_BUILD_TESTS=OFF -DAG_BUILD_EXAMPLES=OFF -DAG_BUILD_BENCHMARKS=OFF
+  -DAG_BUILD_TESTS=OFF -DAG_BUILD_EXAMPLES=OFF -DAG_BUILD_BENCHMARKS=OFF -DAG_MPI=OFF
 cmake --build build-fuzz -j"$jobs"
 mkdir "$work/corpus"
 cp tests/fuzz/corpus/* "$work/corpus/"
