@@ -87,7 +87,7 @@ def command(a, np):
     if np > (os.cpu_count() or 1):
         mpi.append("--oversubscribe")
     mpi += a.mpirun_args.split()
-    return mpi + args + ["--distributed"]
+    return mpi + args + ["--distributed"] + a.train_args.split()
 
 
 def shown(cmd):
@@ -122,6 +122,8 @@ def main():
     for k, v in MODEL.items():
         ap.add_argument("--" + k, type=int, default=v, help=f"train_text --{k} (default: {v})")
     ap.add_argument("--mpirun-args", default="", help="extra mpirun arguments, e.g. '--bind-to none'")
+    ap.add_argument("--train-args", default="",
+                    help="extra train_text arguments for the N-process runs, e.g. '--overlap=false'")
     ap.add_argument("--pause", type=float, default=2.0, help="seconds to wait before each run (default: 2)")
     ap.add_argument("--quiet", type=float, default=0.3,
                     help="other processes' cores above which a run waits or is repeated (default: 0.3)")
@@ -171,6 +173,7 @@ def main():
     if a.json:
         print(json.dumps({"cpu": cpu, "cores": ncpu, "steps": a.steps,
                           "model": {k: getattr(a, k) for k in MODEL}, "mpirun_args": a.mpirun_args,
+                          "train_args": a.train_args,
                           "uptime_load_before": [round(x, 2) for x in uptime_before],
                           "uptime_load_after": [round(x, 2) for x in uptime_after], "results": results}, indent=1))
         return
