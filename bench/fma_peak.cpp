@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -102,6 +103,12 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kBlock = 8192;
 std::atomic<float> g_sink{0};
 
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 }  // namespace
 
 std::vector<std::string> supported_fma_isas() {
@@ -129,18 +136,20 @@ FmaPeak measure_fma_peak(const std::string& isa, int threads, double seconds) {
   const FmaKernel k = fma_kernel(isa);
   constexpr int kRounds = 6;
   const auto window = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds / kRounds));
-  double best = 0;
+  FmaPeak best{k.isa, k.vector_bits, threads, 0.0, 0.0};
   for (int round = 0; round < kRounds; ++round) {
     // all threads spin until `go`, then run blocks until the shared deadline
     std::atomic<bool> go{false};
     std::vector<int64_t> iterations(static_cast<std::size_t>(threads), 0);
     std::vector<Clock::time_point> ends(static_cast<std::size_t>(threads));
+    std::vector<double> cpu(static_cast<std::size_t>(threads), 0.0);
     Clock::time_point start, deadline;
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         while (!go.load(std::memory_order_acquire)) {
         }
+        const double cpu0 = thread_cpu_seconds();
         float sum = 0;
         int64_t n = 0;
         do {
@@ -148,6 +157,7 @@ FmaPeak measure_fma_peak(const std::string& isa, int threads, double seconds) {
           n += kBlock;
         } while (Clock::now() < deadline);
         ends[static_cast<std::size_t>(t)] = Clock::now();
+        cpu[static_cast<std::size_t>(t)] = thread_cpu_seconds() - cpu0;
         iterations[static_cast<std::size_t>(t)] = n;
         g_sink.fetch_add(sum, std::memory_order_relaxed);
       });
@@ -159,9 +169,14 @@ FmaPeak measure_fma_peak(const std::string& isa, int threads, double seconds) {
     double flops = 0;
     for (int64_t n : iterations) flops += k.flops(n);
     const double wall = std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - start).count();
-    best = std::max(best, flops / wall * 1e-9);
+    if (flops / wall * 1e-9 > best.gflops) {
+      best.gflops = flops / wall * 1e-9;
+      double cpu_total = 0;
+      for (double c : cpu) cpu_total += c;
+      best.cpu_share = cpu_total / (wall * threads);
+    }
   }
-  return {k.isa, k.vector_bits, threads, best};
+  return best;
 }
 
 FmaPeak measure_fma_peak(int threads, double seconds) { return measure_fma_peak("best", threads, seconds); }

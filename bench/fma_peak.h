@@ -15,6 +15,10 @@ struct FmaPeak {
   int vector_bits;  // 512, 256, or the portable loop's vector width
   int threads;
   double gflops;  // summed over threads; one FMA counts as 2 FLOPs
+  // CPU time the threads got / (wall time x threads) in the measured round: near 1 when each
+  // thread had a core to itself; lower when other processes shared the cores (the figure is then
+  // below the machine's peak: with Linux's autogroups another busy session halves a 2-core run)
+  double cpu_share = 1.0;
 };
 
 // One ISA's kernel: run(iterations) issues iterations * chains FMAs on vectors of vector_bits,

@@ -1,8 +1,10 @@
 // fma_peak: this machine's fp32 FMA peak (GFLOP/s) on one core, on min(2, cores) cores, and on
 // 256-bit vectors (AVX2) for comparison, measured now, so a benchmark run can quote it beside its
 // kernels. One human line per measurement, or with --json one object:
-//   {"cpu", "isa", "vector_bits", "seconds", "gflops_1core", "threads_2core", "gflops_2core",
-//    "gflops_1core_256" (null without AVX2), "runs": [{"isa", "vector_bits", "threads", "gflops"}, ...]}
+//   {"cpu", "isa", "vector_bits", "seconds", "gflops_1core", "cpu_share_1core", "threads_2core", "gflops_2core",
+//    "cpu_share_2core", "gflops_1core_256" (null without AVX2),
+//    "runs": [{"isa", "vector_bits", "threads", "gflops", "cpu_share"}, ...]}
+// cpu_share (fma_peak.h) below ~0.9 says other processes held the cores: the figure is then low.
 #include <algorithm>
 #include <cstdio>
 #include <cxxopts.hpp>
@@ -45,23 +47,23 @@ int main(int argc, char** argv) {
   }
 
   // every measurement once: the requested thread counts, 1 and min(2, cores) for the JSON keys,
-  // and AVX2 on one thread when the chosen ISA is wider
+  // and AVX2 on one thread (gflops_1core_256)
   std::vector<FmaPeak> runs;
   auto run = [&](const std::string& which, int threads) {
     for (const FmaPeak& r : runs)
-      if (r.isa == which && r.threads == threads) return r.gflops;
+      if (r.isa == which && r.threads == threads) return r;
     runs.push_back(measure_fma_peak(which, threads, seconds));
     const FmaPeak& r = runs.back();
     if (!json)
-      std::printf("%-6s (%3d-bit) %d thread%s: %8.1f GFLOP/s fp32\n", r.isa.c_str(), r.vector_bits, r.threads,
-                  r.threads == 1 ? " " : "s", r.gflops);
-    return r.gflops;
+      std::printf("%-6s (%3d-bit) %d thread%s: %8.1f GFLOP/s fp32, cpu share %.2f%s\n", r.isa.c_str(), r.vector_bits, r.threads,
+                  r.threads == 1 ? " " : "s", r.gflops, r.cpu_share, r.cpu_share < 0.9 ? " (other processes took CPU time)" : "");
+    return r;
   };
   for (int t : thread_counts) run(isa, t);
-  const double one = run(isa, 1), both = run(isa, two);
+  const FmaPeak one = run(isa, 1), both = run(isa, two);
   const auto avx2 = supported_fma_isas();
   const bool has_avx2 = std::find(avx2.begin(), avx2.end(), "avx2") != avx2.end();
-  const double one_256 = has_avx2 ? run("avx2", 1) : 0;
+  const double one_256 = has_avx2 ? run("avx2", 1).gflops : 0;
 
   if (json) {
     nlohmann::ordered_json j;
@@ -69,16 +71,18 @@ int main(int argc, char** argv) {
     j["isa"] = isa;
     j["vector_bits"] = runs.front().vector_bits;
     j["seconds"] = seconds;
-    j["gflops_1core"] = one;
+    j["gflops_1core"] = one.gflops;
+    j["cpu_share_1core"] = one.cpu_share;
     j["threads_2core"] = two;
-    j["gflops_2core"] = both;
+    j["gflops_2core"] = both.gflops;
+    j["cpu_share_2core"] = both.cpu_share;
     j["gflops_1core_256"] = has_avx2 ? nlohmann::ordered_json(one_256) : nlohmann::ordered_json(nullptr);
     j["runs"] = nlohmann::ordered_json::array();
     for (const FmaPeak& r : runs)
-      j["runs"].push_back({{"isa", r.isa}, {"vector_bits", r.vector_bits}, {"threads", r.threads}, {"gflops", r.gflops}});
+      j["runs"].push_back({{"isa", r.isa}, {"vector_bits", r.vector_bits}, {"threads", r.threads}, {"gflops", r.gflops}, {"cpu_share", r.cpu_share}});
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("cpu: %s; %d cores: %.2fx one core\n", cpu_model_name().c_str(), two, both / one);
+    std::printf("cpu: %s; %d cores: %.2fx one core\n", cpu_model_name().c_str(), two, both.gflops / one.gflops);
   }
   return 0;
 }
