@@ -9,8 +9,11 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -109,6 +112,30 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// Busy clock ticks of the whole machine (every CPU) and of this process, or {-1, -1}.
+struct Ticks {
+  double machine = -1, self = -1;
+};
+Ticks busy_ticks() {
+  Ticks t;
+  std::ifstream stat("/proc/stat"), self("/proc/self/stat");
+  std::string cpu, comm_and_rest;
+  double user, nice, system, idle, iowait, irq, softirq, steal;
+  if (stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && cpu == "cpu")
+    t.machine = user + nice + system + irq + softirq + steal;
+  // /proc/self/stat: after "(comm)", field 3 onward; utime and stime are fields 14 and 15
+  std::getline(self, comm_and_rest);
+  std::istringstream rest(comm_and_rest.substr(comm_and_rest.rfind(')') + 1));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  if (rest) t.self = utime + stime;
+  return t;
+}
+
 }  // namespace
 
 std::vector<std::string> supported_fma_isas() {
@@ -136,7 +163,9 @@ FmaPeak measure_fma_peak(const std::string& isa, int threads, double seconds) {
   const FmaKernel k = fma_kernel(isa);
   constexpr int kRounds = 6;
   const auto window = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds / kRounds));
-  FmaPeak best{k.isa, k.vector_bits, threads, 0.0, 0.0};
+  FmaPeak best{k.isa, k.vector_bits, threads, 0.0, 0.0, -1.0};
+  const Ticks ticks0 = busy_ticks();
+  const Clock::time_point t0 = Clock::now();
   for (int round = 0; round < kRounds; ++round) {
     // all threads spin until `go`, then run blocks until the shared deadline
     std::atomic<bool> go{false};
@@ -175,6 +204,14 @@ FmaPeak measure_fma_peak(const std::string& isa, int threads, double seconds) {
       for (double c : cpu) cpu_total += c;
       best.cpu_share = cpu_total / (wall * threads);
     }
+  }
+  const Ticks ticks1 = busy_ticks();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const long hz = sysconf(_SC_CLK_TCK);
+  const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  if (ticks0.machine >= 0 && ticks0.self >= 0 && ticks1.machine >= 0 && ticks1.self >= 0 && hz > 0) {
+    const double others = (ticks1.machine - ticks0.machine) - (ticks1.self - ticks0.self);
+    best.others_share = std::max(0.0, others / static_cast<double>(hz) / (wall * cores));
   }
   return best;
 }

@@ -19,6 +19,11 @@ struct FmaPeak {
   // thread had a core to itself; lower when other processes shared the cores (the figure is then
   // below the machine's peak: with Linux's autogroups another busy session halves a 2-core run)
   double cpu_share = 1.0;
+  // CPU time other processes used during the whole measurement / (wall time x cores), from
+  // /proc/stat in clock ticks (10 ms: coarse below ~0.2 s); -1 where /proc/stat is missing.
+  // Unlike a low cpu_share, which our own bugs (threads serialized) also give, a high value here
+  // says the figure is disturbed by others.
+  double others_share = -1.0;
 };
 
 // One ISA's kernel: run(iterations) issues iterations * chains FMAs on vectors of vector_bits,

@@ -1,10 +1,10 @@
 // fma_peak: this machine's fp32 FMA peak (GFLOP/s) on one core, on min(2, cores) cores, and on
 // 256-bit vectors (AVX2) for comparison, measured now, so a benchmark run can quote it beside its
 // kernels. One human line per measurement, or with --json one object:
-//   {"cpu", "isa", "vector_bits", "seconds", "gflops_1core", "cpu_share_1core", "threads_2core", "gflops_2core",
-//    "cpu_share_2core", "gflops_1core_256" (null without AVX2),
-//    "runs": [{"isa", "vector_bits", "threads", "gflops", "cpu_share"}, ...]}
-// cpu_share (fma_peak.h) below ~0.9 says other processes held the cores: the figure is then low.
+//   {"cpu", "isa", "vector_bits", "seconds", "gflops_1core", "cpu_share_1core", "others_share_1core",
+//    "threads_2core", "gflops_2core", "cpu_share_2core", "others_share_2core", "gflops_1core_256" (null without AVX2),
+//    "runs": [{"isa", "vector_bits", "threads", "gflops", "cpu_share", "others_share"}, ...]}
+// others_share (fma_peak.h) above ~0.1 says other processes used the cores: the figure may be low.
 #include <algorithm>
 #include <cstdio>
 #include <cxxopts.hpp>
@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // other processes used more than the cores this measurement left idle (+0.1 for noise)
+  auto disturbed = [&](const FmaPeak& r) { return r.others_share > 1.0 - std::min(r.threads, cores) / double(cores) + 0.1; };
+
   // every measurement once: the requested thread counts, 1 and min(2, cores) for the JSON keys,
   // and AVX2 on one thread (gflops_1core_256)
   std::vector<FmaPeak> runs;
@@ -55,8 +58,9 @@ int main(int argc, char** argv) {
     runs.push_back(measure_fma_peak(which, threads, seconds));
     const FmaPeak& r = runs.back();
     if (!json)
-      std::printf("%-6s (%3d-bit) %d thread%s: %8.1f GFLOP/s fp32, cpu share %.2f%s\n", r.isa.c_str(), r.vector_bits, r.threads,
-                  r.threads == 1 ? " " : "s", r.gflops, r.cpu_share, r.cpu_share < 0.9 ? " (other processes took CPU time)" : "");
+      std::printf("%-6s (%3d-bit) %d thread%s: %8.1f GFLOP/s fp32 (cpu share %.2f, other processes %.2f)%s\n", r.isa.c_str(),
+                  r.vector_bits, r.threads, r.threads == 1 ? " " : "s", r.gflops, r.cpu_share, r.others_share,
+                  disturbed(r) ? " disturbed" : "");
     return r;
   };
   for (int t : thread_counts) run(isa, t);
@@ -73,13 +77,16 @@ int main(int argc, char** argv) {
     j["seconds"] = seconds;
     j["gflops_1core"] = one.gflops;
     j["cpu_share_1core"] = one.cpu_share;
+    j["others_share_1core"] = one.others_share;
     j["threads_2core"] = two;
     j["gflops_2core"] = both.gflops;
     j["cpu_share_2core"] = both.cpu_share;
+    j["others_share_2core"] = both.others_share;
     j["gflops_1core_256"] = has_avx2 ? nlohmann::ordered_json(one_256) : nlohmann::ordered_json(nullptr);
     j["runs"] = nlohmann::ordered_json::array();
     for (const FmaPeak& r : runs)
-      j["runs"].push_back({{"isa", r.isa}, {"vector_bits", r.vector_bits}, {"threads", r.threads}, {"gflops", r.gflops}, {"cpu_share", r.cpu_share}});
+      j["runs"].push_back({{"isa", r.isa}, {"vector_bits", r.vector_bits}, {"threads", r.threads}, {"gflops", r.gflops}, {"cpu_share", r.cpu_share},
+                           {"others_share", r.others_share}});
     std::cout << j.dump() << "\n";
   } else {
     std::printf("cpu: %s; %d cores: %.2fx one core\n", cpu_model_name().c_str(), two, both.gflops / one.gflops);
