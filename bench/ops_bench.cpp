@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/autograd.h"
+#include "fma_peak.h"
 #include "nn/attention.h"
 
 using namespace ag;
@@ -129,3 +130,19 @@ static void BM_CrossEntropyForwardBackward(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_CrossEntropyForwardBackward)->Arg(5)->Arg(1024);
+
+// The machine's fp32 FMA peak on one thread (fma_peak.h, the widest ISA this CPU runs), so every
+// report carries the ceiling beside the kernels above; counter: GFLOP/s
+static void BM_FmaPeak(benchmark::State& state) {
+  const ag::bench::FmaKernel k = ag::bench::fma_kernel("best");
+  constexpr int64_t iterations = 1 << 16;
+  float sum = 0;
+  for (auto _ : state) {
+    sum += k.run(iterations);
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetLabel(k.isa + " " + std::to_string(k.vector_bits) + "-bit");
+  state.counters["GFLOP/s"] = benchmark::Counter(k.flops(iterations), benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_FmaPeak);
