@@ -85,10 +85,11 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"size\": \"%s\", \"V\": %lld, \"T\": %lld, \"d\": %lld, \"h\": %lld, \"B\": %lld, \"threads\": %d, \"steps\": %d, "
         "\"warmup\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, \"ms_per_step_max\": %.4f, "
-        "\"steps_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"n_params\": %lld, \"loss_first\": %.5f, \"loss_last\": %.5f}\n",
+        "\"steps_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"n_params\": %lld, \"loss_first\": %.5f, \"loss_last\": %.5f, "
+        "\"openblas_core\": \"%s\"}\n",
         size.c_str(), static_cast<long long>(V), static_cast<long long>(T), static_cast<long long>(d), static_cast<long long>(h),
         static_cast<long long>(B), threads, steps, warmup, med, sorted.front(), sorted.back(), 1e3 / med, rss_mib,
-        static_cast<long long>(n_params), loss0, loss_last);
+        static_cast<long long>(n_params), loss0, loss_last, openblas_get_corename());
   } else {
     std::printf("TinyCausalLM size=%s (V=%lld T=%lld d=%lld h=%lld B=%lld) threads=%d\n", size.c_str(), static_cast<long long>(V),
                 static_cast<long long>(T), static_cast<long long>(d), static_cast<long long>(h), static_cast<long long>(B), threads);
