@@ -13,3 +13,4 @@
 #include "shape.h"
 #include "tape.h"
 #include "tensor.h"
+#include "threads.h"

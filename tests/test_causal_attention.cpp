@@ -277,3 +277,57 @@ TEST(NnCausalAttention, DropoutBetweenTheFusedOpsDrawsAsTheComposedOps) {
   EXPECT_EQ(mismatches<float>(fused.weights, weights), 0);
   EXPECT_EQ(mismatches<float>(fused.context, matmul(weights, v)), 0);
 }
+
+// The kernels split the batch's matrices over get_num_threads() threads, each matrix computed by
+// one thread: 1, 2 and 3 threads (more threads than matrices too) give the same bits, forward and
+// both gradients, including a batch count that does not divide evenly and inf/NaN in one matrix.
+namespace {
+std::vector<Tensor> attention_results(int threads, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& up) {
+  const int before = get_num_threads();
+  set_num_threads(threads);
+  Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+  Tensor w = causal_qk_softmax(q, k, 3.0);
+  Tensor out = causal_matmul(w, v);
+  (out * up).sum().backward();
+  set_num_threads(before);
+  return {w, out, q.grad(), k.grad(), v.grad()};
+}
+}  // namespace
+
+TEST(CausalAttention, SameBitsForEveryThreadCount) {
+  manual_seed(7);
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t b : {1, 3}) {
+      const Tensor q = heads_view(b, 70, 3, 8, dt), k = heads_view(b, 70, 3, 8, dt), v = heads_view(b, 70, 3, 8, dt);
+      const Tensor up = randn({b, 3, 70, 8}, dt);
+      if (b == 3) {
+        NoGradGuard no_grad;
+        v.select(0, 1).select(0, 2).select(0, 5).fill_(std::numeric_limits<double>::infinity());
+      }
+      const std::vector<Tensor> one = attention_results(1, q, k, v, up);
+      for (int threads : {2, 3, 16}) {
+        const std::vector<Tensor> many = attention_results(threads, q, k, v, up);
+        for (std::size_t i = 0; i < one.size(); ++i) {
+          const bool f32 = dt == kFloat32;
+          EXPECT_EQ(f32 ? bit_mismatches<float>(one[i], many[i]) : bit_mismatches<double>(one[i], many[i]), 0)
+              << "result " << i << ", batch " << b << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
+TEST(Threads, SetAndGetNumThreadsLikePyTorch) {
+  const int before = get_num_threads();
+  EXPECT_GE(before, 1);
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  set_num_threads(before);
+  EXPECT_EQ(get_num_threads(), before);
+  EXPECT_THROW(
+      try { set_num_threads(0); } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("set_num_threads"), std::string::npos) << e.what();
+        throw;
+      },
+      std::invalid_argument);
+}

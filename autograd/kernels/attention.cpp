@@ -21,6 +21,7 @@
 
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/ops.h"
 
@@ -92,11 +93,13 @@ const T* tril_region(const T* w, MatLayout lw, int64_t r0, int64_t r1, int64_t c
   return scratch.data();
 }
 
-// Calls f(offsets, index) once per matrix, the batch being the leading dims all operands share:
-// offsets[i] is where operand i's matrix starts, index counts the matrices in row-major order
-// (a contiguous output's matrix starts at index * rows * cols).
-template <std::size_t N, class F>
-void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, F&& f) {
+// Where each matrix of the batch starts in each operand, the batch being the leading dims all
+// operands share: entry index holds operand i's offset at [i], index counting the matrices in
+// row-major order (a contiguous output's matrix starts at index * rows * cols). The kernels split
+// this list over threads (detail::parallel_for): each matrix is computed by one thread, so the
+// result does not depend on the thread count.
+template <std::size_t N>
+std::vector<std::array<int64_t, N>> matrix_offsets(const Size& batch, const std::array<const Tensor*, N>& ts) {
   std::array<Strides, N> st;
   std::array<const Strides*, N> sp{};
   std::array<int64_t, N> off{};
@@ -105,8 +108,21 @@ void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, 
     sp[i] = &st[i];
     off[i] = ts[i]->storage_offset();
   }
-  int64_t index = 0;
-  detail::walk<N>(batch, sp, off, [&](const std::array<int64_t, N>& o) { f(o, index++); });
+  std::vector<std::array<int64_t, N>> out;
+  out.reserve(static_cast<std::size_t>(batch.numel()));
+  detail::walk<N>(batch, sp, off, [&](const std::array<int64_t, N>& o) { out.push_back(o); });
+  return out;
+}
+
+// f(offsets, index) for every matrix, the matrices split over ag's threads; init() makes each
+// thread's scratch state, passed to f as its third argument.
+template <std::size_t N, class Init, class F>
+void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, Init init, F f) {
+  const auto offsets = matrix_offsets<N>(batch, ts);
+  detail::parallel_for(static_cast<int64_t>(offsets.size()), [&](int64_t begin, int64_t end) {
+    auto scratch = init();
+    for (int64_t index = begin; index < end; ++index) f(offsets[static_cast<std::size_t>(index)], index, scratch);
+  });
 }
 
 template <class T>
@@ -181,7 +197,7 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, const Size& batch, 
     NoGradGuard no_grad;
     dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
       const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
-      for_each_matrix<2>(batch, {&q, &k}, [&](const std::array<int64_t, 2>& o, int64_t index) {
+      for_each_matrix<2>(batch, {&q, &k}, [] { return 0; }, [&](const std::array<int64_t, 2>& o, int64_t index, int) {
         T* ps = y.data_ptr<T>() + index * tq * tk;
         // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
         if (e == 0) std::fill(ps, ps + tq * tk, T(0));
@@ -212,12 +228,13 @@ Grads causal_qk_softmax_backward(const Tensor& g0, const Tensor& y, const Tensor
   if (!work) return {dq, dk};
   dispatch_float(q.dtype(), "causal_qk_softmax_backward", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k), lds{false, static_cast<int>(tk)};
-    std::vector<T> scratch(static_cast<std::size_t>(tq * tk));
-    T* pds = scratch.data();
     const Tensor& dq_or_q = gq ? dq : q;  // (an operand is needed either way for the offsets)
     const Tensor& dk_or_k = gk ? dk : k;
-    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, [&](const std::array<int64_t, 4>& o, int64_t index) {
+    auto ds_matrix = [&] { return std::vector<T>(static_cast<std::size_t>(tq * tk)); };
+    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, ds_matrix, [&](const std::array<int64_t, 4>& o, int64_t index,
+                                                                            std::vector<T>& ds) {
       const int64_t m = index * tq * tk;
+      T* pds = ds.data();
       causal_softmax_backward_rows(g.data_ptr<T>() + m, y.data_ptr<T>() + m, pds, tq, tq, tk, static_cast<T>(divisor));
       const T* pq = base<T>(q) + o[0];
       const T* pk = base<T>(k) + o[1];
@@ -254,8 +271,8 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0, const Size& batch) {
     NoGradGuard no_grad;
     dispatch_float(w.dtype(), "causal_matmul", [&]<typename T>() {
       const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
-      std::vector<T> scratch;
-      for_each_matrix<3>(batch, {&w, &v, &out}, [&](const std::array<int64_t, 3>& o, int64_t) {
+      for_each_matrix<3>(batch, {&w, &v, &out}, [] { return std::vector<T>(); },
+                         [&](const std::array<int64_t, 3>& o, int64_t, std::vector<T>& scratch) {
         const T* pw = base<T>(w) + o[0];
         const T* pv = base<T>(v) + o[1];
         // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
@@ -284,9 +301,9 @@ Grads causal_matmul_backward(const Tensor& g0, const Tensor& w0, const Tensor& v
   if (g.numel() == 0 || tk == 0) return {dw, dv};
   dispatch_float(g.dtype(), "causal_matmul_backward", [&]<typename T>() {
     const MatLayout lg = *detail::layout_of(g), lw = *detail::layout_of(w), lv = *detail::layout_of(v);
-    std::vector<T> scratch;
     const Tensor& dv_or_v = gv ? dv : v;
-    for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, [&](const std::array<int64_t, 4>& o, int64_t index) {
+    for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, [] { return std::vector<T>(); },
+                       [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& scratch) {
       const T* pg = base<T>(g) + o[0];
       const T* pw = base<T>(w) + o[1];
       if (gw) {  // dw = tril(g @ v^T): row block [r0, r0 + rows) over j < r0 + rows, and 0 above the
