@@ -14,20 +14,16 @@
 //   r      = x + a                                                   (B,T,C)
 //   logits = r Wh^T + bh                                             (B,T,V)
 //   loss   = mean over B*T of -log softmax(logits)[target]
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <cxxopts.hpp>
-#include <iostream>
 #include <stdexcept>
 #include <vector>
 
 #include "next_word/model.h"
+#include "step_bench.h"
 
 namespace {
 
@@ -371,40 +367,21 @@ void copy_tensor(float* dst, const ag::Tensor& t, size_t expected, const std::st
 }  // namespace
 
 int main(int argc, char** argv) {
-  cxxopts::Options cli("handwritten_toy",
-                       "Time the toy TinyCausalLM Adam step written by hand (plain loops, no graph), to set train_step against");
-  cli.add_options()("size", "toy only", cxxopts::value<std::string>()->default_value("toy"))(
-      "threads", "must be 1 (plain single-threaded loops)", cxxopts::value<int>()->default_value("1"))(
-      "steps", "timed steps", cxxopts::value<int>()->default_value("500"))("warmup", "untimed steps first",
-                                                                           cxxopts::value<int>()->default_value("50"))(
-      "json", "one JSON object with train_step's keys")("h,help", "help");
-  std::string size;
-  int threads = 1, steps = 0, warmup = 0;
-  bool json = false;
-  try {
-    auto a = cli.parse(argc, argv);
-    if (a.count("help")) {
-      std::cout << cli.help() << "\n";
-      return 0;
-    }
-    size = a["size"].as<std::string>();
-    if (size != "toy") throw std::invalid_argument("only --size toy is written by hand, got '" + size + "'");
-    threads = a["threads"].as<int>();
-    if (threads != 1) throw std::invalid_argument("--threads must be 1 (the hand-written step is single-threaded loops)");
-    steps = a["steps"].as<int>();
-    warmup = a["warmup"].as<int>();
-    if (steps < 1 || warmup < 0) throw std::invalid_argument("--steps must be >= 1 and --warmup >= 0");
-    json = a.count("json") > 0;
-  } catch (const std::exception& e) {
-    std::cerr << "handwritten_toy: " << e.what() << " (see --help)\n";
-    return 2;
-  }
+  step_bench::Cli cli;
+  const int rc =
+      step_bench::parse(argc, argv, "handwritten_toy",
+                        "Time the toy TinyCausalLM Adam step written by hand (plain loops, no graph), to set train_step against",
+                        {{"toy", {500, 50}}}, cli, [](const step_bench::Cli& c) {
+                          if (c.threads != 1)
+                            throw std::invalid_argument("--threads must be 1 (the hand-written step is single-threaded loops)");
+                        });
+  if (rc >= 0) return rc;
   const Dims d{.B = 1, .T = 5, .C = 16, .NH = 2, .V = 6};
 
   // initial weights and data from ag, as train_step makes them; no ag after this block
   ToyModel model(d);
   std::vector<int64_t> idx(d.B * d.T), targets(d.B * d.T);
-  {
+  try {
     using namespace ag;
     manual_seed(0);
     next_word::TinyCausalLM init(d.V, d.T, d.C, d.NH, 0.0);
@@ -413,17 +390,22 @@ int main(int argc, char** argv) {
     std::copy_n(idx_t.data_ptr<int64_t>(), idx.size(), idx.begin());
     std::copy_n(targets_t.data_ptr<int64_t>(), targets.size(), targets.begin());
     const auto named = init.named_parameters();
-    const char* names[kNumParams] = {"tok.weight",           "pos.weight",      "attn.W_query.weight",
-                                     "attn.W_key.weight",    "attn.W_value.weight", "attn.out_proj.weight",
-                                     "attn.out_proj.bias",   "head.weight",     "head.bias"};
-    if (named.size() != kNumParams) throw std::runtime_error("TinyCausalLM has " + std::to_string(named.size()) + " parameters, expected 9");
+    const char* names[kNumParams] = {"tok.weight",         "pos.weight",          "attn.W_query.weight",
+                                     "attn.W_key.weight",  "attn.W_value.weight", "attn.out_proj.weight",
+                                     "attn.out_proj.bias", "head.weight",         "head.bias"};
+    if (named.size() != kNumParams)
+      throw std::runtime_error("TinyCausalLM has " + std::to_string(named.size()) + " parameters, expected 9");
     const auto sizes = param_sizes(d);
     float* dst = model.param_mem.data();
     for (int i = 0; i < kNumParams; ++i) {
-      if (named[i].first != names[i]) throw std::runtime_error("parameter " + std::to_string(i) + " is " + named[i].first + ", expected " + names[i]);
+      if (named[i].first != names[i])
+        throw std::runtime_error("parameter " + std::to_string(i) + " is " + named[i].first + ", expected " + names[i]);
       copy_tensor(dst, named[i].second, sizes[i], names[i]);
       dst += sizes[i];
     }
+  } catch (const std::exception& e) {  // a changed TinyCausalLM no longer fits the loops
+    std::fprintf(stderr, "handwritten_toy: %s\n", e.what());
+    return 1;
   }
 
   auto step = [&]() {
@@ -433,34 +415,7 @@ int main(int argc, char** argv) {
     model.adam_step(1e-3);
     return static_cast<double>(loss);
   };
-  std::vector<double> times;
-  times.reserve(steps);
-  double loss0 = 0, loss_last = 0;
-  for (int i = 0; i < warmup + steps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    loss_last = step();
-    const auto t1 = std::chrono::steady_clock::now();
-    if (i == 0) loss0 = loss_last;
-    if (i >= warmup) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  const double med = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  const double rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
-  if (json) {
-    std::printf(
-        "{\"size\": \"%s\", \"V\": %d, \"T\": %d, \"d\": %d, \"h\": %d, \"B\": %d, \"threads\": %d, \"steps\": %d, "
-        "\"warmup\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, \"ms_per_step_max\": %.4f, "
-        "\"steps_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"n_params\": %zu, \"loss_first\": %.5f, \"loss_last\": %.5f}\n",
-        size.c_str(), d.V, d.T, d.C, d.NH, d.B, threads, steps, warmup, med, times.front(), times.back(), 1e3 / med, rss_mib,
-        model.n_params, loss0, loss_last);
-  } else {
-    std::printf("TinyCausalLM by hand size=%s (V=%d T=%d d=%d h=%d B=%d) threads=%d\n", size.c_str(), d.V, d.T, d.C, d.NH, d.B,
-                threads);
-    std::printf("  %.4f ms/step (median of %d, min %.4f max %.4f), %.1f steps/s, peak RSS %.1f MiB, loss %.4f -> %.4f\n", med,
-                steps, times.front(), times.back(), 1e3 / med, rss_mib, loss0, loss_last);
-  }
+  const step_bench::Times times = step_bench::time_steps(cli.warmup, cli.steps, step);
+  step_bench::report("TinyCausalLM by hand", cli, {d.V, d.T, d.C, d.NH, d.B}, times, static_cast<int64_t>(model.n_params));
   return 0;
 }
