@@ -313,6 +313,8 @@ struct ToyModel {
     acts = point_acts(act_mem.data(), d);
     dacts = point_acts(dact_mem.data(), d);
   }
+  ToyModel(const ToyModel&) = delete;  // params, grads, acts point into this object's vectors
+  ToyModel& operator=(const ToyModel&) = delete;
 
   float forward(const int64_t* idx, const int64_t* targets) {
     const int N = d.B * d.T, C = d.C;
