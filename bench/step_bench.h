@@ -36,7 +36,7 @@ inline int parse(int argc, char** argv, const std::string& program, const std::s
   for (const auto& [name, _] : defaults) sizes += (sizes.empty() ? "" : ", ") + name;
   cxxopts::Options opts(program, description);
   opts.add_options()("size", sizes, cxxopts::value<std::string>()->default_value(defaults.begin()->first))(
-      "threads", "BLAS threads", cxxopts::value<int>()->default_value("1"))("steps", "timed steps", cxxopts::value<int>())(
+      "threads", "threads (train_step: ag::set_num_threads, OpenBLAS's and ag's)", cxxopts::value<int>()->default_value("1"))("steps", "timed steps", cxxopts::value<int>())(
       "warmup", "untimed steps first", cxxopts::value<int>())("json", "one JSON object like torch_bench.py")("h,help", "help");
   try {
     auto a = opts.parse(argc, argv);
@@ -85,8 +85,10 @@ struct Dims {
   int64_t V, T, d, h, B;
 };
 
-// One JSON object with torch_bench.py's keys (--json), else two readable lines under `title`.
-inline void report(const std::string& title, const Cli& cli, const Dims& m, const Times& t, int64_t n_params) {
+// One JSON object with torch_bench.py's keys (--json) and then `extra_json` (", \"key\": value"...),
+// else two readable lines under `title`.
+inline void report(const std::string& title, const Cli& cli, const Dims& m, const Times& t, int64_t n_params,
+                   const std::string& extra_json = "") {
   const std::size_t n = t.ms.size();
   const double med = n % 2 ? t.ms[n / 2] : (t.ms[n / 2 - 1] + t.ms[n / 2]) / 2;
   struct rusage ru {};
@@ -97,9 +99,9 @@ inline void report(const std::string& title, const Cli& cli, const Dims& m, cons
     std::printf(
         "{\"size\": \"%s\", \"V\": %lld, \"T\": %lld, \"d\": %lld, \"h\": %lld, \"B\": %lld, \"threads\": %d, \"steps\": %d, "
         "\"warmup\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, \"ms_per_step_max\": %.4f, "
-        "\"steps_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"n_params\": %lld, \"loss_first\": %.5f, \"loss_last\": %.5f}\n",
+        "\"steps_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"n_params\": %lld, \"loss_first\": %.5f, \"loss_last\": %.5f%s}\n",
         cli.size.c_str(), ll(m.V), ll(m.T), ll(m.d), ll(m.h), ll(m.B), cli.threads, cli.steps, cli.warmup, med, t.ms.front(),
-        t.ms.back(), 1e3 / med, rss_mib, ll(n_params), t.loss_first, t.loss_last);
+        t.ms.back(), 1e3 / med, rss_mib, ll(n_params), t.loss_first, t.loss_last, extra_json.c_str());
   } else {
     std::printf("%s size=%s (V=%lld T=%lld d=%lld h=%lld B=%lld) threads=%d\n", title.c_str(), cli.size.c_str(), ll(m.V), ll(m.T),
                 ll(m.d), ll(m.h), ll(m.B), cli.threads);
