@@ -114,12 +114,13 @@ std::vector<std::array<int64_t, N>> matrix_offsets(const Size& batch, const std:
   return out;
 }
 
-// f(offsets, index) for every matrix, the matrices split over ag's threads; init() makes each
-// thread's scratch state, passed to f as its third argument.
+// f(offsets, index) for every matrix, the matrices split over ag's threads when the work is
+// worth it (flops: about what one matrix costs); init() makes each thread's scratch state, passed
+// to f as its third argument.
 template <std::size_t N, class Init, class F>
-void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, Init init, F f) {
+void for_each_matrix(const Size& batch, const std::array<const Tensor*, N>& ts, double flops, Init init, F f) {
   const auto offsets = matrix_offsets<N>(batch, ts);
-  detail::parallel_for(static_cast<int64_t>(offsets.size()), [&](int64_t begin, int64_t end) {
+  detail::parallel_for(static_cast<int64_t>(offsets.size()), flops, [&](int64_t begin, int64_t end) {
     auto scratch = init();
     for (int64_t index = begin; index < end; ++index) f(offsets[static_cast<std::size_t>(index)], index, scratch);
   });
@@ -197,7 +198,7 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, const Size& batch, 
     NoGradGuard no_grad;
     dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
       const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
-      for_each_matrix<2>(batch, {&q, &k}, [] { return 0; }, [&](const std::array<int64_t, 2>& o, int64_t index, int) {
+      for_each_matrix<2>(batch, {&q, &k}, double(tq) * tk * e, [] { return 0; }, [&](const std::array<int64_t, 2>& o, int64_t index, int) {
         T* ps = y.data_ptr<T>() + index * tq * tk;
         // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
         if (e == 0) std::fill(ps, ps + tq * tk, T(0));
@@ -231,7 +232,7 @@ Grads causal_qk_softmax_backward(const Tensor& g0, const Tensor& y, const Tensor
     const Tensor& dq_or_q = gq ? dq : q;  // (an operand is needed either way for the offsets)
     const Tensor& dk_or_k = gk ? dk : k;
     auto ds_matrix = [&] { return std::vector<T>(static_cast<std::size_t>(tq * tk)); };
-    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, ds_matrix, [&](const std::array<int64_t, 4>& o, int64_t index,
+    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, 2.0 * tq * tk * e, ds_matrix, [&](const std::array<int64_t, 4>& o, int64_t index,
                                                                             std::vector<T>& ds) {
       const int64_t m = index * tq * tk;
       T* pds = ds.data();
@@ -271,7 +272,7 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0, const Size& batch) {
     NoGradGuard no_grad;
     dispatch_float(w.dtype(), "causal_matmul", [&]<typename T>() {
       const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
-      for_each_matrix<3>(batch, {&w, &v, &out}, [] { return std::vector<T>(); },
+      for_each_matrix<3>(batch, {&w, &v, &out}, double(tq) * tk * e, [] { return std::vector<T>(); },
                          [&](const std::array<int64_t, 3>& o, int64_t, std::vector<T>& scratch) {
         const T* pw = base<T>(w) + o[0];
         const T* pv = base<T>(v) + o[1];
@@ -302,7 +303,7 @@ Grads causal_matmul_backward(const Tensor& g0, const Tensor& w0, const Tensor& v
   dispatch_float(g.dtype(), "causal_matmul_backward", [&]<typename T>() {
     const MatLayout lg = *detail::layout_of(g), lw = *detail::layout_of(w), lv = *detail::layout_of(v);
     const Tensor& dv_or_v = gv ? dv : v;
-    for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, [] { return std::vector<T>(); },
+    for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, 2.0 * tq * tk * e, [] { return std::vector<T>(); },
                        [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& scratch) {
       const T* pg = base<T>(g) + o[0];
       const T* pw = base<T>(w) + o[1];

@@ -27,8 +27,8 @@ int get_num_threads() { return std::max(1, openblas_get_num_threads()); }
 
 namespace ag::detail {
 
-void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& f) {
-  const int64_t threads = std::min<int64_t>(get_num_threads(), n);
+void parallel_for(int64_t n, double flops_per_item, const std::function<void(int64_t, int64_t)>& f) {
+  const int64_t threads = static_cast<double>(n) * flops_per_item < kMinParallelFlops ? 1 : std::min<int64_t>(get_num_threads(), n);
   if (threads <= 1) {
     if (n > 0) f(0, n);
     return;
