@@ -39,5 +39,6 @@ def main():
         print("FAIL:", e)
     return 1 if errors else 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

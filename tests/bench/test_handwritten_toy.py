@@ -1,7 +1,8 @@
-"""Checks bench/handwritten_toy against bench/train_step --size toy: after --steps 30 --warmup 0,
-loss_first must agree to 1e-6 and loss_last to 1e-4 relative (float32 summation order differs).
+"""ctest HandwrittenToy.SameLossesAsTrainStep: bench/handwritten_toy against bench/train_step --size
+toy: after --steps 30 --warmup 0, loss_first must agree to 1e-6 and loss_last to 1e-4 relative
+(float32 summation order differs).
 
-    python3 bench/check_handwritten_toy.py build/bench/train_step build/bench/handwritten_toy
+    python3 tests/bench/test_handwritten_toy.py build/bench/train_step build/bench/handwritten_toy
 """
 import json
 import subprocess
