@@ -104,7 +104,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     // the other ranks may be waiting for this one in a collective: end the whole job
-    std::cerr << "train_text: rank " << rank << ": " << e.what() << std::endl;
+    // in one write: mpirun forwards each write of a rank on its own, and may print its abort
+    // banner between two of them
+    std::cerr << ("train_text: rank " + std::to_string(rank) + ": " + e.what() + "\n") << std::flush;
     ag::dist::abort(1);
   }
   return 0;

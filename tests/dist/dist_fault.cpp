@@ -43,7 +43,9 @@ int main(int argc, char** argv) {
   try {
     train(mode);
   } catch (const std::exception& e) {
-    std::cerr << "dist_fault: rank " << dist::rank() << ": " << e.what() << std::endl;
+    // one write: mpirun forwards each write of a rank on its own, and may print its abort
+    // banner between two of them
+    std::cerr << ("dist_fault: rank " + std::to_string(dist::rank()) + ": " + e.what() + "\n") << std::flush;
     dist::abort(1);
   }
   return 0;
