@@ -2,7 +2,10 @@
 // triangle is masked away and in weights @ v the upper triangle of the weights is 0.
 //   causal_qk_softmax(q, k, d) == causal_softmax(matmul(q, k^T), d)
 //   causal_matmul(w, v)        == matmul(tril(w), v)
-// Both sides are equal to rounding (tested in tests/test_causal_attention.cpp). The rules are
+//   causal_attention(q, k, v, d) == {causal_matmul(y, v), y} with y = causal_qk_softmax(q, k, d)
+// The last is the two in one node from q, k and v, so its backward never materializes the
+// weights' gradient (batch..., Tq, Tk): its kernel keeps it per matrix in cache.
+// All sides are equal to rounding (tested in tests/test_causal_attention.cpp). The rules are
 // written in ag ops; the kernels (kernels/attention.cpp) run each GEMM on the blocks on or below
 // the diagonal only, skipping the half whose result is thrown away or is a sum of zeros.
 #include <algorithm>
@@ -30,23 +33,26 @@ Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim,
   return Size(DimVector(a.shape().begin(), a.shape().end() - 2));
 }
 
+// Gives the weights y = causal_qk_softmax(q, k, divisor) their node.
+void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& batch, double divisor) {
+  const bool gq = q.requires_grad(), gk = k.requires_grad();
+  // ds = causal_softmax_backward(g, y, divisor)  =>  dq = ds @ k, dk = ds^T @ q
+  record(y, "CausalQKSoftmaxBackward0", {q, k},
+         [sy = SavedTensor(y, true), sq = SavedTensor(q), sk = SavedTensor(k), gq, gk, batch, divisor](const Tensor& g) -> Grads {
+           const Tensor y = sy.get(), q = sq.get(), k = sk.get();
+           if (!needs_grad({&g, &y, &q, &k})) return kernels::causal_qk_softmax_backward(g, y, q, k, gq, gk, batch, divisor);
+           const Tensor ds = causal_softmax_backward(g, y, divisor);
+           return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
+         });
+}
+
 }  // namespace
 
 Tensor causal_qk_softmax(const Tensor& q, const Tensor& k, double divisor) {
   const Size batch = check_pair("causal_qk_softmax", q, k, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
   // y = causal_softmax(q @ k^T, divisor)
   Tensor y = kernels::causal_qk_softmax(q, k, batch, divisor);
-  if (needs_grad(q, k)) {
-    const bool gq = q.requires_grad(), gk = k.requires_grad();
-    // ds = causal_softmax_backward(g, y, divisor)  =>  dq = ds @ k, dk = ds^T @ q
-    record(y, "CausalQKSoftmaxBackward0", {q, k},
-           [sy = SavedTensor(y, true), sq = SavedTensor(q), sk = SavedTensor(k), gq, gk, batch, divisor](const Tensor& g) -> Grads {
-             const Tensor y = sy.get(), q = sq.get(), k = sk.get();
-             if (!needs_grad({&g, &y, &q, &k})) return kernels::causal_qk_softmax_backward(g, y, q, k, gq, gk, batch, divisor);
-             const Tensor ds = causal_softmax_backward(g, y, divisor);
-             return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
-           });
-  }
+  if (needs_grad(q, k)) record_qk_softmax(y, q, k, batch, divisor);
   return y;
 }
 
@@ -66,6 +72,35 @@ Tensor causal_matmul(const Tensor& w, const Tensor& v) {
            });
   }
   return out;
+}
+
+CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double divisor) {
+  const Size batch = check_pair("causal_attention", q, k, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
+  check_pair("causal_attention", k, v, -2, -2, "keys (..., Tk, E) and values (..., Tk, Ev)");
+  // y = causal_softmax(q @ k^T, divisor), out = tril(y) @ v
+  auto [out, y] = kernels::causal_attention(q, k, v, batch, divisor);
+  if (needs_grad({&q, &k, &v})) {
+    record_qk_softmax(y, q, k, batch, divisor);
+    const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
+    // dw = tril(g @ v^T), dv = tril(y)^T @ g  (causal_matmul's rule)
+    // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q  (causal_qk_softmax's)
+    // y is saved with its own node, so a graph of this backward reaches q and k through it too.
+    // (named as PyTorch names weights @ values, as causal_matmul's node is: printed tensors show it)
+    record(out, q.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0", {q, k, v},
+           [sy = SavedTensor(y), sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), gq, gk, gv, batch,
+            divisor](const Tensor& g) -> Grads {
+             const Tensor y = sy.get(), q = sq.get(), k = sk.get(), v = sv.get();
+             if (!needs_grad({&g, &y, &q, &k, &v})) return kernels::causal_attention_backward(g, y, q, k, v, gq, gk, gv, batch, divisor);
+             Tensor dq, dk;
+             if (gq || gk) {
+               const Tensor ds = causal_softmax_backward(tril(matmul(g, v.transpose(-2, -1))), y, divisor);
+               if (gq) dq = matmul(ds, k);
+               if (gk) dk = matmul(ds.transpose(-2, -1), q);
+             }
+             return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
+           });
+  }
+  return {out, y};
 }
 
 }  // namespace ag

@@ -265,6 +265,16 @@ Tensor causal_softmax_backward(const Tensor& g, const Tensor& y, double divisor)
 // transposes and views around attention need no copies; otherwise they are contiguous.
 Tensor causal_qk_softmax(const Tensor& q, const Tensor& k, double divisor = 1.0);
 Tensor causal_matmul(const Tensor& w, const Tensor& v);
+// Both in one op, the causal attention core (softmax(masked q k^T / divisor) @ v) for k (..., Tk, E)
+// and v (..., Tk, Ev): out = causal_matmul(weights, v) with weights = causal_qk_softmax(q, k,
+// divisor), the same bits as the two ops. out's grad_fn has causal_matmul's name (PyTorch's for
+// weights @ values: MmBackward0 for 2-D, UnsafeViewBackward0 batched) but its edges lead to q, k
+// and v: its rule is the two rules composed, so its backward needs no (..., Tq, Tk) gradient of
+// the weights. The weights keep CausalQKSoftmaxBackward0, for a loss that uses them too.
+struct CausalAttentionOutput {
+  Tensor out, weights;
+};
+CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double divisor = 1.0);
 
 // ---- masking and dropout (masked_fill.cpp, dropout.cpp) ----
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);  // mask broadcasts to t

@@ -57,6 +57,10 @@ CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, 
     Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
     return {matmul(weights, v), weights};
   }
+  if (dropout.p == 0.0 || !dropout.is_training()) {  // dropout is the identity: both products in one op
+    auto [context, weights] = ag::causal_attention(q, k, v, divisor);
+    return {context, weights};
+  }
   // dropout keeps the weights' zeros above the diagonal, so causal_matmul reads them in place
   Tensor weights = dropout.forward(causal_qk_softmax(q, k, divisor));
   return {causal_matmul(weights, v), weights};

@@ -16,8 +16,9 @@ namespace ag::nn {
 //   context = weights @ v
 // for q, k, v (..., T, E). While the buffer holds triu(ones, 1), as it does unless changed, the
 // fused ops compute the same (causal_qk_softmax, causal_matmul: the masked half of the softmax is
-// never computed, and from T = 65 on whole GEMM blocks above the diagonal are skipped); otherwise
-// the composed ops with the buffer as it is. Throws, naming `who`, if T exceeds context_length.
+// never computed, and from T = 65 on whole GEMM blocks above the diagonal are skipped; while the
+// dropout is the identity, both as one causal_attention node); otherwise the composed ops with
+// the buffer as it is. Throws, naming `who`, if T exceeds context_length.
 struct CausalAttentionResult {
   Tensor context;  // (..., T, E_v)
   Tensor weights;  // (..., T, T), after dropout

@@ -363,6 +363,20 @@ std::vector<OpInfo> softmaxes() {
                             Tensor w = fuzz_values(rng, other);
                             return FuzzStep{[w](Pool a, Pool) { return causal_matmul(w, a); }, "causal_matmul(W " + other.str() + ", a)"};
                           })},
+      {.name = "causal_attention",
+       .torch = "((x[0] @ x[1].transpose(-2, -1)).masked_fill(torch.ones(x[0].shape[-2], x[1].shape[-2]).triu(1).bool(), "
+                "-math.inf) / 1.3).softmax(-1) @ x[2]",
+       .fn = [](auto& x) { return causal_attention(x[0], x[1], x[2], 1.3).out; },
+       .samples = {{{{3, 2}, {3, 2}, {3, 4}}}, {{{2, 4, 3}, {2, 5, 3}, {2, 5, 2}}}, {{{1, 2}, {1, 2}, {1, 1}}}},
+       // the pool tensor as queries and keys, with fresh values
+       .fuzz = unary_step(2,
+                          [](std::mt19937_64& rng, const Size& sa) {
+                            Size vs = sa;
+                            vs[sa.size() - 1] = fuzz_int(rng, 1, 3);
+                            Tensor v = fuzz_values(rng, vs);
+                            return FuzzStep{[v](Pool a, Pool) { return causal_attention(a, a, v, 1.5).out; },
+                                            "causal_attention(a, a, V " + vs.str() + ", 1.5).out"};
+                          })},
   };
 }
 

@@ -33,6 +33,17 @@ Tensor heads_view(int64_t b, int64_t t, int64_t h, int64_t e, DType dt) { return
 
 Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(); }
 
+// What f throws as std::invalid_argument.
+template <class F>
+std::string message(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  return std::string("no exception");
+}
+
 // Both versions of the scores softmax on the same q, k and upstream gradient.
 template <class T>
 void expect_qk_match(const Tensor& q0, const Tensor& k0, double divisor) {
@@ -218,14 +229,6 @@ TEST(CausalAttention, OneInputWithoutGradAndEmptyShapes) {
 }
 
 TEST(CausalAttention, RejectsMismatchedShapesAndDtypes) {
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no exception");
-  };
   EXPECT_EQ(message([] { causal_qk_softmax(randn({2, 5, 4}), randn({2, 5, 3})); }),
             "[causal_qk_softmax] expects queries (..., Tq, E) and keys (..., Tk, E) of one floating point dtype with the same "
             "batch dims, got torch.float32 [2, 5, 4] and torch.float32 [2, 5, 3]");
@@ -246,6 +249,9 @@ TEST(NnCausalAttention, FusedWhileTheMaskBufferIsCausalComposedOtherwise) {
   nn::Dropout dropout(0.0);
   auto fused = nn::causal_attention("MultiHeadAttention", q, k, v, mask, 48, 2.0, dropout);
   EXPECT_EQ(fused.weights.grad_fn()->name(), "CausalQKSoftmaxBackward0");
+  // dropout 0: one node from q, k and v, with PyTorch's name for weights @ values
+  EXPECT_EQ(fused.context.grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(fused.context.grad_fn()->next_functions().size(), 3u);
   Tensor weights = softmax(masked_fill(matmul(q, k.transpose(2, 3)), triu(ones({40, 40}), 1).bool_(), -INFINITY) / 2.0, -1);
   EXPECT_EQ(mismatches<float>(fused.weights, weights), 0);
   EXPECT_EQ(mismatches<float>(fused.context, matmul(weights, v)), 0);
@@ -272,6 +278,15 @@ TEST(NnCausalAttention, DropoutBetweenTheFusedOpsDrawsAsTheComposedOps) {
   nn::Dropout dropout(0.3);
   manual_seed(9);
   auto fused = nn::causal_attention("CausalAttention", q, k, v, triu(ones({33, 33}), 1), 33, 2.0, dropout);
+  // with dropout, causal_matmul's node (from the weights and v); in eval mode, the one node (from q, k, v)
+  auto edges = [&] {
+    Tensor c = nn::causal_attention("CausalAttention", leaf(q), k, v, triu(ones({33, 33}), 1), 33, 2.0, dropout).context;
+    return c.grad_fn()->next_functions().size();
+  };
+  EXPECT_EQ(edges(), 2u);
+  dropout.eval();
+  EXPECT_EQ(edges(), 3u);
+  dropout.train();
   manual_seed(9);
   Tensor weights = dropout.forward(causal_softmax(matmul(q, k.transpose(2, 3)), 2.0));
   EXPECT_EQ(mismatches<float>(fused.weights, weights), 0);
@@ -331,4 +346,177 @@ TEST(Threads, SetAndGetNumThreadsLikePyTorch) {
         throw;
       },
       std::invalid_argument);
+}
+
+// ---------------------------------------------------------------- causal_attention: both in one node
+// causal_attention(q, k, v, d) runs the same GEMM calls as causal_matmul(causal_qk_softmax(q, k,
+// d), v), forward and backward, so the out, the weights and all three gradients are the same bits.
+namespace {
+
+struct AttentionRun {
+  std::vector<Tensor> results;  // out, weights, dq, dk, dv (undefined if not asked for)
+};
+
+AttentionRun run_attention(bool fused, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& up, double d,
+                           std::array<bool, 3> grads = {true, true, true}) {
+  Tensor q = grads[0] ? leaf(q0) : q0.detach(), k = grads[1] ? leaf(k0) : k0.detach(), v = grads[2] ? leaf(v0) : v0.detach();
+  Tensor out, w;
+  if (fused) {
+    auto r = causal_attention(q, k, v, d);
+    out = r.out;
+    w = r.weights;
+    if (grads[0] || grads[1] || grads[2]) {  // PyTorch's name for weights @ values, edges to q, k, v
+      EXPECT_EQ(out.grad_fn()->name(), std::string(q.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"));
+      EXPECT_EQ(out.grad_fn()->next_functions().size(), 3u);
+    }
+  } else {
+    w = causal_qk_softmax(q, k, d);
+    out = causal_matmul(w, v);
+  }
+  if (grads[0] || grads[1] || grads[2]) (out * up).sum().backward();
+  return {{out, w, q.grad(), k.grad(), v.grad()}};
+}
+
+template <class T>
+void expect_same_bits_as_two_ops(const Tensor& q, const Tensor& k, const Tensor& v, double d, const std::string& where,
+                                 std::array<bool, 3> grads = {true, true, true}) {
+  DimVector up_shape(q.shape().begin(), q.shape().end() - 1);
+  up_shape.push_back(v.size(-1));
+  const Tensor up = randn(up_shape, q.dtype());
+  const AttentionRun a = run_attention(true, q, k, v, up, d, grads), b = run_attention(false, q, k, v, up, d, grads);
+  const char* names[] = {"out", "weights", "dq", "dk", "dv"};
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    ASSERT_EQ(a.results[i].defined(), b.results[i].defined()) << names[i] << ", " << where;
+    if (!a.results[i].defined()) continue;
+    EXPECT_EQ(a.results[i].shape(), b.results[i].shape()) << names[i] << ", " << where;
+    EXPECT_EQ(bit_mismatches<T>(a.results[i], b.results[i]), 0) << names[i] << ", " << where;
+  }
+}
+
+}  // namespace
+
+TEST(CausalAttentionOp, SameBitsAsTheTwoOpsAcrossBlockSizes) {
+  manual_seed(20);
+  for (int64_t t : {1, 5, 63, 64, 65, 130, 200}) {
+    const std::string where = "T " + std::to_string(t);
+    expect_same_bits_as_two_ops<float>(heads_view(2, t, 2, 8, kFloat32), heads_view(2, t, 2, 8, kFloat32),
+                                       heads_view(2, t, 2, 5, kFloat32), std::sqrt(8.0), where + ", float32 heads views");
+    expect_same_bits_as_two_ops<double>(heads_view(1, t, 3, 4, kFloat64), heads_view(1, t, 3, 4, kFloat64),
+                                        heads_view(1, t, 3, 6, kFloat64), 2.0, where + ", float64 heads views");
+    expect_same_bits_as_two_ops<float>(randn({3, t, 16}), randn({3, t, 16}), randn({3, t, 16}), 4.0, where + ", contiguous");
+  }
+}
+
+TEST(CausalAttentionOp, SameBitsWhenRectangularStridedOrPartlyDifferentiated) {
+  manual_seed(21);
+  expect_same_bits_as_two_ops<float>(randn({2, 40, 8}), randn({2, 70, 8}), randn({2, 70, 3}), 2.0, "Tq < Tk");
+  expect_same_bits_as_two_ops<float>(randn({2, 70, 8}), randn({2, 40, 8}), randn({2, 40, 3}), 2.0, "Tq > Tk");
+  expect_same_bits_as_two_ops<float>(randn({2, 8, 70}).transpose(1, 2), randn({2, 70, 8}), randn({2, 3, 70}).transpose(1, 2),
+                                     2.0, "q and v column-major");
+  expect_same_bits_as_two_ops<double>(randn({5, 66, 4}, kFloat64).slice(0, 0, 5, 2), randn({3, 66, 4}, kFloat64),
+                                      randn({3, 132, 4}, kFloat64).slice(1, 0, 132, 2), 1.5, "batch and row strides");
+  expect_same_bits_as_two_ops<float>(randn({2, 70, 8}), randn({2, 70, 8}), randn({2, 70, 3}), 2.0, "only v", {false, false, true});
+  expect_same_bits_as_two_ops<float>(randn({2, 70, 8}), randn({2, 70, 8}), randn({2, 70, 3}), 2.0, "only q", {true, false, false});
+  expect_same_bits_as_two_ops<float>(randn({2, 70, 8}), randn({2, 70, 8}), randn({2, 70, 3}), 2.0, "k and v", {false, true, true});
+  expect_same_bits_as_two_ops<float>(randn({2, 70, 8}), randn({2, 70, 8}), randn({2, 70, 3}), 2.0, "no grad", {false, false, false});
+}
+
+TEST(CausalAttentionOp, SameBitsWithInfAndNaNInEveryInputAndTheGradient) {
+  manual_seed(22);
+  for (int which = 0; which < 4; ++which) {
+    Tensor q = randn({1, 2, 70, 8}), k = randn({1, 2, 70, 8}), v = randn({1, 2, 70, 8});
+    Tensor& t = which == 0 ? q : which == 1 ? k : v;
+    if (which < 3) {
+      t.data_ptr<float>()[(1 * 70 + 50) * 8 + 3] = INFINITY;
+      t.data_ptr<float>()[(0 * 70 + 2) * 8 + 1] = std::numeric_limits<float>::quiet_NaN();
+      expect_same_bits_as_two_ops<float>(q, k, v, 2.0, "inf and NaN in input " + std::to_string(which));
+      continue;
+    }
+    // a NaN in the upstream gradient: dv's skipped terms multiply it
+    const Tensor up = randn({1, 2, 70, 8});
+    up.data_ptr<float>()[(0 * 70 + 2) * 8 + 0] = std::numeric_limits<float>::quiet_NaN();
+    const AttentionRun a = run_attention(true, q, k, v, up, 2.0), b = run_attention(false, q, k, v, up, 2.0);
+    for (std::size_t i = 0; i < a.results.size(); ++i) EXPECT_EQ(bit_mismatches<float>(a.results[i], b.results[i]), 0) << i;
+  }
+}
+
+TEST(CausalAttentionOp, EmptyAndZeroWidthShapesAsTheTwoOps) {
+  manual_seed(23);
+  expect_same_bits_as_two_ops<float>(randn({2, 3, 0}), randn({2, 3, 0}), randn({2, 3, 4}), 1.0, "E = 0");
+  expect_same_bits_as_two_ops<float>(randn({2, 3, 4}), randn({2, 3, 4}), randn({2, 3, 0}), 1.0, "Ev = 0");
+  expect_same_bits_as_two_ops<float>(randn({2, 0, 4}), randn({2, 3, 4}), randn({2, 3, 2}), 1.0, "Tq = 0");
+  expect_same_bits_as_two_ops<float>(randn({2, 3, 4}), randn({2, 0, 4}), randn({2, 0, 2}), 1.0, "Tk = 0");
+  expect_same_bits_as_two_ops<float>(randn({0, 3, 4}), randn({0, 3, 4}), randn({0, 3, 2}), 1.0, "no matrices");
+}
+
+TEST(CausalAttentionOp, TheWeightsKeepTheirOwnNodeForALossThatUsesThemToo) {
+  manual_seed(24);
+  const Tensor q0 = randn({2, 70, 8}, kFloat64), k0 = randn({2, 70, 8}, kFloat64), v0 = randn({2, 70, 3}, kFloat64);
+  const Tensor up = randn({2, 70, 3}, kFloat64), upw = randn({2, 70, 70}, kFloat64);
+  Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0);
+  auto r = causal_attention(q, k, v, 2.0);
+  EXPECT_EQ(r.weights.grad_fn()->name(), "CausalQKSoftmaxBackward0");
+  const auto next = r.out.grad_fn()->next_functions();
+  ASSERT_EQ(next.size(), 3u);
+  for (const auto& [node, nr] : next) EXPECT_EQ(node->name(), "AccumulateGrad");
+  ((r.out * up).sum() + (r.weights * upw).sum()).backward();
+  Tensor q2 = leaf(q0), k2 = leaf(k0), v2 = leaf(v0);
+  Tensor w2 = causal_softmax(matmul(q2, k2.transpose(1, 2)), 2.0);
+  ((matmul(w2, v2) * up).sum() + (w2 * upw).sum()).backward();
+  EXPECT_EQ(mismatches<double>(q.grad(), q2.grad()), 0);
+  EXPECT_EQ(mismatches<double>(k.grad(), k2.grad()), 0);
+  EXPECT_EQ(mismatches<double>(v.grad(), v2.grad()), 0);
+}
+
+TEST(CausalAttentionOp, MatchesFiniteDifferencesToSecondOrder) {
+  manual_seed(25);
+  // 70 rows: a full block of 64 and a partial one; then more keys than queries
+  auto f = [](const std::vector<Tensor>& in) { return causal_attention(in[0], in[1], in[2], 1.3).out; };
+  auto both = [](const std::vector<Tensor>& in) {
+    auto r = causal_attention(in[0], in[1], in[2], 1.3);
+    return sum(r.out, {-1}, true) * r.weights;
+  };
+  std::vector<Tensor> in = {randn({1, 70, 2}, kFloat64).requires_grad_(), randn({1, 70, 2}, kFloat64).requires_grad_(),
+                            randn({1, 70, 2}, kFloat64).requires_grad_()};
+  EXPECT_NO_THROW(gradcheck(f, in));
+  EXPECT_NO_THROW(gradcheck(both, in));
+  std::vector<Tensor> small = {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({2, 7, 3}, kFloat64).requires_grad_(),
+                               randn({2, 7, 2}, kFloat64).requires_grad_()};
+  EXPECT_NO_THROW(gradcheck(f, small));
+  EXPECT_NO_THROW(gradgradcheck(f, small));
+  EXPECT_NO_THROW(gradgradcheck(both, small));
+  std::vector<Tensor> strided;
+  for (const Tensor& t : small) strided.push_back(testutil::strided_leaf(t.detach()));
+  EXPECT_NO_THROW(gradcheck(f, strided));
+}
+
+TEST(CausalAttentionOp, SameBitsForEveryThreadCount) {
+  manual_seed(26);
+  const Tensor q = heads_view(3, 200, 7, 64, kFloat32), k = heads_view(3, 200, 7, 64, kFloat32),
+               v = heads_view(3, 200, 7, 64, kFloat32), up = randn({3, 7, 200, 64});
+  {
+    NoGradGuard no_grad;
+    v.select(0, 1).select(0, 2).select(0, 5).fill_(std::numeric_limits<double>::infinity());
+  }
+  const int before = get_num_threads();
+  std::vector<AttentionRun> runs;
+  for (int threads : {1, 2, 3, 16}) {
+    set_num_threads(threads);
+    runs.push_back(run_attention(true, q, k, v, up, 8.0));
+  }
+  set_num_threads(before);
+  for (std::size_t r = 1; r < runs.size(); ++r)
+    for (std::size_t i = 0; i < runs[0].results.size(); ++i)
+      EXPECT_EQ(bit_mismatches<float>(runs[0].results[i], runs[r].results[i]), 0) << "result " << i << ", run " << r;
+}
+
+TEST(CausalAttentionOp, RejectsMismatchedShapesAndDtypes) {
+  EXPECT_EQ(message([] { causal_attention(randn({2, 5, 4}), randn({2, 6, 4}), randn({2, 5, 4})); }),
+            "[causal_attention] expects keys (..., Tk, E) and values (..., Tk, Ev) of one floating point dtype with the same "
+            "batch dims, got torch.float32 [2, 6, 4] and torch.float32 [2, 5, 4]");
+  EXPECT_NE(message([] { causal_attention(randn({2, 5, 4}), randn({2, 5, 3}), randn({2, 5, 4})); }).find("[causal_attention] expects queries"),
+            std::string::npos);
+  EXPECT_NE(message([] { causal_attention(randn({2, 5, 4}), randn({2, 5, 4}), randn({2, 5, 4}, kFloat64)); }).find("float64"),
+            std::string::npos);
+  EXPECT_NE(message([] { causal_attention(randn({5}), randn({5}), randn({5})); }).find("[causal_attention]"), std::string::npos);
 }

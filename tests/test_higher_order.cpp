@@ -440,6 +440,11 @@ TEST(FusedOps, EqualTheirComposedDefinitionsToSecondOrder) {
        {{2, 4, 3}, {2, 5, 3}}},
       {"causal_matmul", [](auto& x) { return causal_matmul(x[0], x[1]); }, [](auto& x) { return matmul(tril(x[0]), x[1]); },
        {{2, 4, 5}, {2, 5, 3}}},
+      {"causal_attention", [](auto& x) { return causal_attention(x[0], x[1], x[2], 1.3).out; },
+       [above](auto& x) {
+         return matmul(softmax(masked_fill(matmul(x[0], x[1].transpose(-2, -1)), above, -INFINITY) / 1.3, -1), x[2]);
+       },
+       {{2, 4, 3}, {2, 5, 3}, {2, 5, 2}}},
       {"cross_entropy", [](auto& x) { return cross_entropy(x[0], tensor({1, 0, 3})); },
        [](auto& x) { return nll_loss(log_softmax(x[0], -1), tensor({1, 0, 3})); }, {{3, 4}}},
       {"linear", [](auto& x) { return linear(x[0], x[1], x[2]); }, [](auto& x) { return matmul(x[0], x[1].t()) + x[2]; },

@@ -78,10 +78,17 @@ TEST(NextFunctions, SeedGraphsWalkAsInPyTorch) {
   set_fused_attention(true);
   expect_walk("seed003_CausalAttention", ca_out);
   expect_walk("seed003_MultiHeadAttention", mha_out);
-  // fused (the default), the masked softmax and the two products are ag's fused nodes
+  // fused (the default), the masked softmax and the two products are one fused node of ag's
   std::string fused;
   for (const auto& l : walk(mha.forward(batch))) fused += l + "\n";
-  EXPECT_NE(fused.find("CausalQKSoftmaxBackward0"), std::string::npos) << fused;
+  // the context's node (PyTorch's name for weights @ values) leads to the three projections'
+  // transposes: no softmax node is on the way
+  EXPECT_EQ(fused.find("Softmax"), std::string::npos) << fused;
+  const std::string attention = "          UnsafeViewBackward0 [0]\n", projection = "            TransposeBackward0 [0]\n";
+  EXPECT_NE(fused.find(attention + projection), std::string::npos) << fused;
+  int64_t projections = 0;
+  for (std::size_t at = fused.find(projection); at != std::string::npos; at = fused.find(projection, at + 1)) ++projections;
+  EXPECT_EQ(projections, 3) << fused;
 }
 
 TEST(NextFunctions, LeavesAreAccumulateGradNodesThatStayTheSameWhileHeld) {

@@ -187,6 +187,101 @@ T* out_row(const Tensor& out, int64_t matrix_offset, int64_t r) {
 }
 int ldc_of(const Tensor& out) { return static_cast<int>(out.stride(-2)); }
 
+// The per-matrix bodies of the kernels below. causal_attention and its backward call the same
+// bodies as causal_qk_softmax and causal_matmul (same GEMM calls on the same blocks), so the fused
+// op gives the same bits as the two ops.
+
+// Scores s = q k^T on the blocks the causal softmax reads, then the softmax in place while the
+// matrix is in cache: ps is (tq, tk) with row stride tk.
+template <class T>
+void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T* ps, int64_t tq, int64_t tk, int64_t e,
+                       T divisor) {
+  // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
+  if (e == 0) std::fill(ps, ps + tq * tk, T(0));
+  for (int64_t r0 = 0; r0 < tq && e > 0; r0 += kBlock) {
+    const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+    detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pq, lq, r0, 0), pk,
+                 ps + r0 * tk, static_cast<int>(tk));
+  }
+  causal_softmax_rows(ps, ps, tq, tq, tk, divisor);
+}
+
+// out (tq, e) = tril(w) @ v for w (tq, tk) and v (tk, e), out's row stride ldc.
+template <class T>
+void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T* pout, int ldc, int64_t tq, int64_t tk,
+                        int64_t e, std::vector<T>& scratch) {
+  // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
+  const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
+  const int64_t bs = skip ? kBlock : tq;
+  for (int64_t r0 = 0; r0 < tq; r0 += bs) {
+    const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
+    MatLayout la{};
+    const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
+    detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv, pout + r0 * ldc, ldc);
+  }
+}
+
+// dw (tq, tk) = tril(g @ v^T), row stride tk: row block [r0, r0 + rows) over j < r0 + rows, and 0
+// above the diagonal (tril's backward).
+template <class T>
+void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv, T* pdw, int64_t tq, int64_t tk, int64_t e) {
+  for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
+    const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+    detail::gemm(lg, transposed(lv), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pg, lg, r0, 0), pv,
+                 pdw + r0 * tk, static_cast<int>(tk));
+    for (int64_t i = r0; i < r0 + rows; ++i) std::fill(pdw + i * tk + std::min(i + 1, tk), pdw + (i + 1) * tk, T(0));
+  }
+}
+
+// dv (tk, e) = tril(w)^T @ g, row stride ldc: key block [c0, c0 + n) from queries i >= c0 only.
+template <class T>
+void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw, T* pdv, int ldc, int64_t tq, int64_t tk,
+                           int64_t e, std::vector<T>& scratch) {
+  const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
+  const int64_t bs = skip ? kBlock : tk;
+  for (int64_t c0 = 0; c0 < tk; c0 += bs) {
+    const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
+    if (first == tq) break;  // values no query sees: their gradient stays 0
+    MatLayout la{};
+    const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
+    detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
+                 at(pg, lg, first, 0), pdv + c0 * ldc, ldc);
+  }
+}
+
+// From the scores' gradient ds (tq, tk), row stride tk: dq (tq, e) = ds @ k and dk (tk, e) =
+// ds^T @ q, each if its pointer is set, with row strides ldq and ldk.
+template <class T>
+void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLayout lk, T* pdq, int ldq, T* pdk, int ldk,
+                     int64_t tq, int64_t tk, int64_t e) {
+  const MatLayout lds{false, static_cast<int>(tk)};
+  if (pdq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
+    const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
+    const int64_t bs = skip ? kBlock : tq;
+    for (int64_t r0 = 0; r0 < tq; r0 += bs) {
+      const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
+      detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
+                   pdq + r0 * ldq, ldq);
+    }
+  }
+  if (pdk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
+    const bool skip = !key_blocks_skip_queries(tk) || all_finite(pq, lq, tq, e);
+    const int64_t bs = skip ? kBlock : tk;
+    for (int64_t c0 = 0; c0 < tk; c0 += bs) {
+      const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
+      if (first == tq) break;  // keys no query sees: their gradient stays 0
+      detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
+                   pds + first * tk + c0, at(pq, lq, first, 0), pdk + c0 * ldk, ldk);
+    }
+  }
+}
+
+// A (tq, tk) scratch matrix per thread, in cache while its matrix is worked on.
+template <class T>
+std::vector<T> scratch_matrix(int64_t tq, int64_t tk) {
+  return std::vector<T>(static_cast<std::size_t>(tq * tk));
+}
+
 }  // namespace
 
 Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, const Size& batch, double divisor) {
@@ -199,16 +294,8 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, const Size& batch, 
     dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
       const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
       for_each_matrix<2>(batch, {&q, &k}, double(tq) * tk * e, [] { return 0; }, [&](const std::array<int64_t, 2>& o, int64_t index, int) {
-        T* ps = y.data_ptr<T>() + index * tq * tk;
-        // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
-        if (e == 0) std::fill(ps, ps + tq * tk, T(0));
-        for (int64_t r0 = 0; r0 < tq && e > 0; r0 += kBlock) {
-          const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
-          detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(q) + o[0], lq, r0, 0),
-                       base<T>(k) + o[1], ps + r0 * tk, static_cast<int>(tk));
-        }
-        // the softmax in place, while this matrix's scores are still in cache
-        causal_softmax_rows(ps, ps, tq, tq, tk, static_cast<T>(divisor));
+        qk_softmax_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, y.data_ptr<T>() + index * tq * tk, tq, tk, e,
+                             static_cast<T>(divisor));
       });
     });
   }
@@ -228,36 +315,15 @@ Grads causal_qk_softmax_backward(const Tensor& g0, const Tensor& y, const Tensor
   Tensor dk = gk ? gemm_output(batch, tk, e, work ? std::min(tq, tk) : 0, q.dtype(), k) : Tensor();
   if (!work) return {dq, dk};
   dispatch_float(q.dtype(), "causal_qk_softmax_backward", [&]<typename T>() {
-    const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k), lds{false, static_cast<int>(tk)};
+    const MatLayout lq = *detail::layout_of(q), lk = *detail::layout_of(k);
     const Tensor& dq_or_q = gq ? dq : q;  // (an operand is needed either way for the offsets)
     const Tensor& dk_or_k = gk ? dk : k;
-    auto ds_matrix = [&] { return std::vector<T>(static_cast<std::size_t>(tq * tk)); };
-    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, 2.0 * tq * tk * e, ds_matrix, [&](const std::array<int64_t, 4>& o, int64_t index,
-                                                                            std::vector<T>& ds) {
+    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, 2.0 * tq * tk * e, [&] { return scratch_matrix<T>(tq, tk); },
+                       [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& ds) {
       const int64_t m = index * tq * tk;
-      T* pds = ds.data();
-      causal_softmax_backward_rows(g.data_ptr<T>() + m, y.data_ptr<T>() + m, pds, tq, tq, tk, static_cast<T>(divisor));
-      const T* pq = base<T>(q) + o[0];
-      const T* pk = base<T>(k) + o[1];
-      if (gq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
-        const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
-        const int64_t bs = skip ? kBlock : tq;
-        for (int64_t r0 = 0; r0 < tq; r0 += bs) {
-          const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
-          detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
-                       out_row<T>(dq, o[2], r0), ldc_of(dq));
-        }
-      }
-      if (gk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
-        const bool skip = !key_blocks_skip_queries(tk) || all_finite(pq, lq, tq, e);
-        const int64_t bs = skip ? kBlock : tk;
-        for (int64_t c0 = 0; c0 < tk; c0 += bs) {
-          const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
-          if (first == tq) break;  // keys no query sees: their gradient stays 0
-          detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
-                       pds + first * tk + c0, at(pq, lq, first, 0), out_row<T>(dk, o[3], c0), ldc_of(dk));
-        }
-      }
+      causal_softmax_backward_rows(g.data_ptr<T>() + m, y.data_ptr<T>() + m, ds.data(), tq, tq, tk, static_cast<T>(divisor));
+      qk_grads_matrix<T>(ds.data(), base<T>(q) + o[0], lq, base<T>(k) + o[1], lk, gq ? out_row<T>(dq, o[2], 0) : nullptr,
+                         gq ? ldc_of(dq) : 0, gk ? out_row<T>(dk, o[3], 0) : nullptr, gk ? ldc_of(dk) : 0, tq, tk, e);
     });
   });
   return {dq, dk};
@@ -274,18 +340,8 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0, const Size& batch) {
       const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
       for_each_matrix<3>(batch, {&w, &v, &out}, double(tq) * tk * e, [] { return std::vector<T>(); },
                          [&](const std::array<int64_t, 3>& o, int64_t, std::vector<T>& scratch) {
-        const T* pw = base<T>(w) + o[0];
-        const T* pv = base<T>(v) + o[1];
-        // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
-        const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
-        const int64_t bs = skip ? kBlock : tq;
-        for (int64_t r0 = 0; r0 < tq; r0 += bs) {
-          const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
-          MatLayout la{};
-          const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
-          detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv,
-                       out_row<T>(out, o[2], r0), ldc_of(out));
-        }
+        tril_matmul_matrix<T>(base<T>(w) + o[0], lw, base<T>(v) + o[1], lv, out_row<T>(out, o[2], 0), ldc_of(out), tq, tk, e,
+                              scratch);
       });
     });
   }
@@ -306,32 +362,86 @@ Grads causal_matmul_backward(const Tensor& g0, const Tensor& w0, const Tensor& v
     for_each_matrix<4>(batch, {&g, &w, &v, &dv_or_v}, 2.0 * tq * tk * e, [] { return std::vector<T>(); },
                        [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& scratch) {
       const T* pg = base<T>(g) + o[0];
-      const T* pw = base<T>(w) + o[1];
-      if (gw) {  // dw = tril(g @ v^T): row block [r0, r0 + rows) over j < r0 + rows, and 0 above the
-                 // diagonal (tril's backward)
-        T* pdw = base_mut<T>(dw) + index * tq * tk;
-        for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
-          const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
-          detail::gemm(lg, transposed(lv), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e),
-                       at(pg, lg, r0, 0), base<T>(v) + o[2], pdw + r0 * tk, static_cast<int>(tk));
-          for (int64_t i = r0; i < r0 + rows; ++i) std::fill(pdw + i * tk + std::min(i + 1, tk), pdw + (i + 1) * tk, T(0));
-        }
-      }
-      if (gv) {  // dv = tril(w)^T @ g: key block [c0, c0 + n) from queries i >= c0 only
-        const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
-        const int64_t bs = skip ? kBlock : tk;
-        for (int64_t c0 = 0; c0 < tk; c0 += bs) {
-          const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
-          if (first == tq) break;  // values no query sees: their gradient stays 0
-          MatLayout la{};
-          const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
-          detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
-                       at(pg, lg, first, 0), out_row<T>(dv, o[3], c0), ldc_of(dv));
-        }
-      }
+      if (gw) tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[2], lv, base_mut<T>(dw) + index * tq * tk, tq, tk, e);
+      if (gv) tril_matmul_dv_matrix<T>(pg, lg, base<T>(w) + o[1], lw, out_row<T>(dv, o[3], 0), ldc_of(dv), tq, tk, e, scratch);
     });
   });
   return {dw, dv};
+}
+
+// Whether causal_attention's fused kernels apply: every matrix dim nonzero (the degenerate shapes
+// run the two ops' kernels one after the other, which is what the fused ones stand for).
+static bool fusable(const Tensor& y_or_q, int64_t tq, int64_t tk, int64_t e, int64_t ev) {
+  return y_or_q.numel() > 0 && tq > 0 && tk > 0 && e > 0 && ev > 0;
+}
+
+std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Size& batch,
+                                           double divisor) {
+  const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0), v = detail::blas_operand(v0);
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
+  if (!fusable(q, tq, tk, e, ev)) {
+    Tensor y = causal_qk_softmax(q, k, batch, divisor);
+    return {causal_matmul(y, v, batch), y};
+  }
+  detail::check_blas_dims("causal_attention", tq, tk, e);
+  detail::check_blas_dims("causal_attention", tq, ev, tk);
+  Tensor y = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
+  Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v);
+  NoGradGuard no_grad;
+  dispatch_float(q.dtype(), "causal_attention", [&]<typename T>() {
+    const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k)), lv = *detail::layout_of(v),
+                    ly{false, static_cast<int>(tk)};
+    for_each_matrix<4>(batch, {&q, &k, &v, &out}, double(tq) * tk * (e + ev), [] { return std::vector<T>(); },
+                       [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& scratch) {
+      T* py = y.data_ptr<T>() + index * tq * tk;
+      qk_softmax_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, py, tq, tk, e, static_cast<T>(divisor));
+      // this matrix's weights are still in cache for the second product
+      tril_matmul_matrix<T>(py, ly, base<T>(v) + o[2], lv, out_row<T>(out, o[3], 0), ldc_of(out), tq, tk, ev, scratch);
+    });
+  });
+  return {out, y};
+}
+
+// One matrix at a time: dw = tril(g @ v^T) and ds = the softmax's backward into two scratch
+// matrices that stay in cache (the weights' gradient is never written out), then dq = ds @ k,
+// dk = ds^T @ q and dv = tril(y)^T @ g.
+Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor& q0, const Tensor& k0, const Tensor& v0, bool gq,
+                                bool gk, bool gv, const Size& batch, double divisor) {
+  const Tensor g = detail::blas_operand(g0), q = detail::blas_operand(q0), k = detail::blas_operand(k0),
+               v = detail::blas_operand(v0);
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
+  if (!fusable(y, tq, tk, e, ev) || g.numel() == 0) {
+    Grads wv = causal_matmul_backward(g, y, v, gq || gk, gv, batch);
+    Grads qk = gq || gk ? causal_qk_softmax_backward(wv[0], y, q, k, gq, gk, batch, divisor) : Grads{Tensor(), Tensor()};
+    return {qk[0], qk[1], wv[1]};
+  }
+  Tensor dq = gq ? gemm_output(batch, tq, e, tq, q.dtype(), q) : Tensor();
+  Tensor dk = gk ? gemm_output(batch, tk, e, std::min(tq, tk), q.dtype(), k) : Tensor();
+  Tensor dv = gv ? gemm_output(batch, tk, ev, std::min(tq, tk), q.dtype(), v) : Tensor();
+  dispatch_float(q.dtype(), "causal_attention_backward", [&]<typename T>() {
+    const MatLayout lg = *detail::layout_of(g), lq = *detail::layout_of(q), lk = *detail::layout_of(k),
+                    lv = *detail::layout_of(v), ly{false, static_cast<int>(tk)};
+    const Tensor& dq_or_q = gq ? dq : q;  // (an operand is needed either way for the offsets)
+    const Tensor& dk_or_k = gk ? dk : k;
+    const Tensor& dv_or_v = gv ? dv : v;
+    struct Scratch {
+      std::vector<T> dw, ds, tril;
+    };
+    for_each_matrix<7>(batch, {&g, &q, &k, &v, &dq_or_q, &dk_or_k, &dv_or_v}, 2.0 * tq * tk * (e + ev),
+                       [&] { return Scratch{scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), {}}; },
+                       [&](const std::array<int64_t, 7>& o, int64_t index, Scratch& s) {
+      const T* pg = base<T>(g) + o[0];
+      const T* py = y.data_ptr<T>() + index * tq * tk;
+      if (gq || gk) {
+        tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[3], lv, s.dw.data(), tq, tk, ev);
+        causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor));
+        qk_grads_matrix<T>(s.ds.data(), base<T>(q) + o[1], lq, base<T>(k) + o[2], lk, gq ? out_row<T>(dq, o[4], 0) : nullptr,
+                           gq ? ldc_of(dq) : 0, gk ? out_row<T>(dk, o[5], 0) : nullptr, gk ? ldc_of(dk) : 0, tq, tk, e);
+      }
+      if (gv) tril_matmul_dv_matrix<T>(pg, lg, py, ly, out_row<T>(dv, o[6], 0), ldc_of(dv), tq, tk, ev, s.tril);
+    });
+  });
+  return {dq, dk, dv};
 }
 
 }  // namespace ag::kernels

@@ -1,4 +1,4 @@
-// Kernels of causal_qk_softmax and causal_matmul (attention.cpp): the GEMMs of causal attention on
+// Kernels of causal_qk_softmax, causal_matmul and causal_attention (attention.cpp): the GEMMs of causal attention on
 // the blocks on or below the diagonal only, no history. The forward kernels compute the ops; the
 // *_backward kernels are the fast paths of the rules written in attention.cpp, used when no graph
 // of the backward is recorded, and must equal those rules to rounding
@@ -10,6 +10,8 @@
 
 #include "autograd/node.h"
 #include "autograd/tensor.h"
+
+#include <utility>
 
 namespace ag::kernels {
 
@@ -24,5 +26,15 @@ Grads causal_qk_softmax_backward(const Tensor& g, const Tensor& y, const Tensor&
 Tensor causal_matmul(const Tensor& w, const Tensor& v, const Size& batch);
 // {dw, dv} (each only if asked for): dw = tril(g @ v^T), dv = tril(w)^T @ g
 Grads causal_matmul_backward(const Tensor& g, const Tensor& w, const Tensor& v, bool gw, bool gv, const Size& batch);
+
+// Both in one pass per matrix, the same GEMM calls as the two above (so the same bits):
+// {out, y} with y = causal_qk_softmax(q, k, divisor) and out = causal_matmul(y, v), the second
+// product run while the matrix's y is still in cache.
+std::pair<Tensor, Tensor> causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Size& batch, double divisor);
+// {dq, dk, dv} (each only if asked for) from the gradient g of out: dw = tril(g @ v^T),
+// ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q, dv = tril(y)^T @ g,
+// with dw and ds kept in per-thread scratch matrices instead of (batch..., tq, tk) tensors.
+Grads causal_attention_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, const Tensor& v, bool gq,
+                                bool gk, bool gv, const Size& batch, double divisor);
 
 }  // namespace ag::kernels
