@@ -1,9 +1,12 @@
 // How many threads ag's kernels use, in PyTorch's terms (torch.set_num_threads and
-// torch.get_num_threads; at::set_num_threads in libtorch). One number for both kinds of work:
-// OpenBLAS's threads inside a GEMM, and ag's own, which split the causal attention kernels over
-// the batch and the heads (each matrix computed by one thread, so the results do not depend on
-// the count). By default it is OpenBLAS's: OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS) if set, else
-// the number of cores; a program that calls openblas_set_num_threads changes it too.
+// torch.get_num_threads; at::set_num_threads in libtorch). The threads are ag's own, a pool
+// started at first use: they split a large GEMM into slabs of its output (one OpenBLAS call
+// each) and the causal attention kernels over the batch and the heads (each matrix computed by
+// one thread, so those results do not depend on the count). OpenBLAS itself runs every call on
+// the thread that makes it: its own workers spin after each call and took the second core from
+// ag's. By default the count is OpenBLAS's at ag's first use: OPENBLAS_NUM_THREADS (or
+// OMP_NUM_THREADS) if set, else the number of cores. A split GEMM may differ from the unsplit one
+// in the last bits (OpenBLAS may pick other kernels for a slab), as with OpenBLAS's own threads.
 #pragma once
 
 namespace ag {

@@ -1,14 +1,22 @@
-// The BLAS calls: cblas_sgemm / cblas_dgemm (OpenBLAS).
+// The BLAS calls: cblas_sgemm / cblas_dgemm (OpenBLAS), each on the thread that makes it. A large
+// GEMM is split into slabs of C's rows (or columns) over ag's threads (parallel_for), one BLAS
+// call per slab.
 #include "autograd/kernels/blas.h"
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
+#include "autograd/kernels/parallel.h"
+#include "autograd/threads.h"
+
 namespace ag::detail {
 
-static CBLAS_TRANSPOSE flag(const MatLayout& l) { return l.trans ? CblasTrans : CblasNoTrans; }
+namespace {
+
+CBLAS_TRANSPOSE flag(const MatLayout& l) { return l.trans ? CblasTrans : CblasNoTrans; }
 
 // For beta = 0, c's rows are zeroed here and the GEMM adds to them (beta = 1): OpenBLAS would do
 // the same (zero c, then add), but its zeroing pass is slower than memset; the GEMMs of a
@@ -24,15 +32,61 @@ T zero_for_beta(T beta, T* c, int m, int n, int ldc) {
   return T(1);
 }
 
-void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta) {
+void blas(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta) {
   beta = zero_for_beta(beta, c, m, n, ldc);
   cblas_sgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0f, a, la.ld, b, lb.ld, beta, c, ldc);
 }
 
-void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
-          double beta) {
+void blas(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc, double beta) {
   beta = zero_for_beta(beta, c, m, n, ldc);
   cblas_dgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0, a, la.ld, b, lb.ld, beta, c, ldc);
+}
+
+// Where row (or column) i of an operand with layout l starts.
+template <class T>
+const T* row_at(const T* p, MatLayout l, int i) {
+  return p + (l.trans ? static_cast<std::ptrdiff_t>(i) : static_cast<std::ptrdiff_t>(i) * l.ld);
+}
+template <class T>
+const T* col_at(const T* p, MatLayout l, int j) {
+  return p + (l.trans ? static_cast<std::ptrdiff_t>(j) * l.ld : static_cast<std::ptrdiff_t>(j));
+}
+
+// C's rows split over ag's threads when m >= n, else its columns, in slabs of at least
+// kMinParallelFlops of work (smaller GEMMs, and GEMMs called inside another parallel loop, stay on
+// the calling thread), slab edges on multiples of 16 rows or columns (OpenBLAS's kernels work in
+// such tiles). OpenBLAS may pick other kernels for a slab than for the whole (its small-matrix
+// ones, its K blocking), so the last bits can depend on the thread count, as with OpenBLAS's own
+// threads.
+template <class T>
+void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
+  const double flops = 2.0 * m * n * k;
+  const bool by_rows = m >= n;
+  const int64_t len = by_rows ? m : n, tiles = (len + 15) / 16;
+  const int64_t parts = std::min<int64_t>({get_num_threads(), tiles, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinParallelFlops))});
+  if (parts <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta);
+  parallel_for(parts, kMinParallelFlops, [&](int64_t p0, int64_t p1) {
+    const int i0 = static_cast<int>(std::min(len, tiles * p0 / parts * 16)), i1 = static_cast<int>(std::min(len, tiles * p1 / parts * 16));
+    if (i0 == i1) return;
+    if (by_rows) {
+      blas(la, lb, i1 - i0, n, k, row_at(a, la, i0), b, c + static_cast<std::ptrdiff_t>(i0) * ldc, ldc, beta);
+    } else {
+      blas(la, lb, m, i1 - i0, k, a, col_at(b, lb, i0), c + i0, ldc, beta);
+    }
+  });
+}
+
+}  // namespace
+
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta) {
+  if (m == 0 || n == 0) return;
+  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta);
+}
+
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
+          double beta) {
+  if (m == 0 || n == 0) return;
+  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta);
 }
 
 }  // namespace ag::detail

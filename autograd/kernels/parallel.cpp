@@ -1,11 +1,16 @@
-// parallel_for and set_num_threads (autograd/threads.h, kernels/parallel.h) on std::thread and
-// OpenBLAS's thread count.
+// parallel_for and set_num_threads (autograd/threads.h, kernels/parallel.h): ag's own pool of
+// threads, started once and reused. OpenBLAS runs every call on the thread that makes it: its
+// own worker threads, once woken, spin for a while after each GEMM and took the second core from
+// ag's threads (medium step at 2 threads: 71-73 ms with them, 58 ms without).
 #include "autograd/kernels/parallel.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -16,45 +21,142 @@
 
 namespace ag {
 
-void set_num_threads(int n) {
-  if (n < 1) throw std::invalid_argument("set_num_threads: expected a positive number of threads, got " + std::to_string(n));
-  openblas_set_num_threads(n);
+namespace {
+
+// ag's thread count; 0 until first used, then OpenBLAS's count at that time (OPENBLAS_NUM_THREADS,
+// OMP_NUM_THREADS or the cores), after which OpenBLAS itself is kept at one thread.
+std::atomic<int> g_threads{0};
+
+int threads_now() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n > 0) return n;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int expected = 0;
+    g_threads.compare_exchange_strong(expected, std::max(1, openblas_get_num_threads()));
+    openblas_set_num_threads(1);
+  });
+  return g_threads.load(std::memory_order_relaxed);
 }
 
-int get_num_threads() { return std::max(1, openblas_get_num_threads()); }
+}  // namespace
+
+void set_num_threads(int n) {
+  if (n < 1) throw std::invalid_argument("set_num_threads: expected a positive number of threads, got " + std::to_string(n));
+  threads_now();  // (OpenBLAS to one thread, once)
+  g_threads.store(n, std::memory_order_relaxed);
+}
+
+int get_num_threads() { return threads_now(); }
 
 }  // namespace ag
 
 namespace ag::detail {
 
+namespace {
+
+thread_local bool t_in_parallel = false;  // this thread runs a chunk of a parallel_for
+
+// Workers that sleep on a condition variable between jobs (no spinning: an idle worker costs no
+// CPU). A job is chunks [0, chunks) of f, taken from a shared counter by the workers and the
+// caller alike, so a slow wake-up only means the caller does more of them. One job at a time: a
+// parallel_for from another thread while one runs goes serial.
+class Pool {
+ public:
+  // Runs chunk(t) for t in [0, chunks) on up to chunks threads; false if the pool is busy.
+  bool run(int64_t chunks, const std::function<void(int64_t)>& chunk) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    grow(chunks - 1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &chunk;
+      chunks_ = chunks;
+      next_.store(0);
+      done_ = 0;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mu_);
+    finished_.wait(lock, [&] { return done_ == chunks_; });
+    job_ = nullptr;
+    return true;
+  }
+
+ private:
+  // Takes chunks until none are left.
+  void work() {
+    for (int64_t t = next_.fetch_add(1); t < chunks_; t = next_.fetch_add(1)) {
+      (*job_)(t);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (++done_ == chunks_) finished_.notify_one();
+    }
+  }
+
+  void grow(int64_t n) {
+    while (static_cast<int64_t>(workers_.size()) < n) {
+      try {
+        workers_.emplace_back([this] { loop(); });
+      } catch (const std::system_error&) {  // no more threads to be had: fewer helpers
+        return;
+      }
+    }
+  }
+
+  void loop() {
+    t_in_parallel = true;
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (!job_) continue;
+      }
+      work();
+    }
+  }
+
+  std::mutex busy_;  // held by the caller for the whole job
+  std::mutex mu_;
+  std::condition_variable wake_, finished_;
+  std::vector<std::thread> workers_;  // never joined: they sleep until the process ends
+  const std::function<void(int64_t)>* job_ = nullptr;
+  int64_t chunks_ = 0, done_ = 0;
+  std::atomic<int64_t> next_{0};
+  uint64_t generation_ = 0;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: workers may still wait on it at exit
+  return *p;
+}
+
+}  // namespace
+
+bool in_parallel_region() { return t_in_parallel; }
+
 void parallel_for(int64_t n, double flops_per_item, const std::function<void(int64_t, int64_t)>& f) {
-  const int64_t threads = static_cast<double>(n) * flops_per_item < kMinParallelFlops ? 1 : std::min<int64_t>(get_num_threads(), n);
+  const bool small = static_cast<double>(n) * flops_per_item < kMinParallelFlops;
+  const int64_t threads = small || t_in_parallel ? 1 : std::min<int64_t>(get_num_threads(), n);
   if (threads <= 1) {
     if (n > 0) f(0, n);
     return;
   }
-  // OpenBLAS's own threads would compete with ours: each GEMM runs on the thread that calls it
-  const int blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
-  auto chunk = [&](int64_t t) {
+  const std::function<void(int64_t)> chunk = [&](int64_t t) {
+    const bool outer = t_in_parallel;
+    t_in_parallel = true;
     try {
       f(n * t / threads, n * (t + 1) / threads);
     } catch (...) {
       errors[static_cast<std::size_t>(t)] = std::current_exception();
     }
+    t_in_parallel = outer;
   };
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<std::size_t>(threads - 1));
-  int64_t started = 1;
-  try {
-    for (; started < threads; ++started) workers.emplace_back(chunk, started);
-  } catch (const std::system_error&) {  // no more threads to be had: the caller runs the rest
-  }
-  for (int64_t t = started; t < threads; ++t) chunk(t);
-  chunk(0);
-  for (std::thread& w : workers) w.join();
-  openblas_set_num_threads(blas_threads);
+  if (!pool().run(threads, chunk))
+    for (int64_t t = 0; t < threads; ++t) chunk(t);
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
 }

@@ -1,0 +1,125 @@
+// ag's own threads (autograd/threads.h, kernels/parallel.cpp): parallel_for over a pool that is
+// started once and reused, and GEMMs split into slabs of C over it (OpenBLAS runs every call on
+// the thread that makes it). A slab can take other OpenBLAS kernels than the whole GEMM, so split
+// GEMMs agree with one thread to rounding; a slab in the wrong place is off by far more.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "autograd/kernels/parallel.h"
+#include "test_util.h"
+
+using namespace ag;
+using testutil::bit_mismatches;
+
+namespace {
+
+// Runs f with n threads and restores the count.
+template <class F>
+auto with_threads(int n, F f) {
+  const int before = get_num_threads();
+  set_num_threads(n);
+  auto r = f();
+  set_num_threads(before);
+  return r;
+}
+
+template <class T>
+int64_t mismatches(const Tensor& a, const Tensor& b) {
+  return std::is_same_v<T, float> ? testutil::close_mismatches<T>(a, b, 1e-5, 2e-4) : testutil::close_mismatches<T>(a, b, 1e-12, 1e-11);
+}
+
+}  // namespace
+
+TEST(Threads, GemmsSplitOverThreadsAgreeWithOneThread) {
+  manual_seed(30);
+  struct Case {
+    const char* what;
+    Tensor a, b;
+  };
+  // above kMinParallelFlops (2^24) each: rows split (m >= n) and columns split (n > m), transposed
+  // operands (both slab offsets), uneven splits (odd m and n), float64
+  const std::vector<Case> cases = {
+      {"rows", randn({1001, 256}), randn({256, 160})},
+      {"columns", randn({96, 300}), randn({300, 1203})},
+      {"rows, a and b transposed", randn({256, 999}).t(), randn({161, 256}).t()},
+      {"columns, a and b transposed", randn({300, 97}).t(), randn({1201, 300}).t()},
+      {"float64", randn({515, 200}, kFloat64), randn({200, 190}, kFloat64)},
+      {"batched", randn({3, 400, 128}), randn({3, 128, 200})},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Tensor one = with_threads(1, [&] { return matmul(c.a, c.b); });
+    // the reference sum in float64, to rounding
+    const Tensor ref = matmul(c.a.to(kFloat64), c.b.to(kFloat64));
+    EXPECT_EQ(testutil::close_mismatches<double>(one.to(kFloat64), ref, 1e-4, 1e-4), 0);
+    for (int threads : {2, 3, 16}) {
+      const Tensor many = with_threads(threads, [&] { return matmul(c.a, c.b); });
+      EXPECT_EQ(c.a.dtype() == kFloat32 ? mismatches<float>(one, many) : mismatches<double>(one, many), 0) << threads << " threads";
+    }
+  }
+  // addmm's beta = 1 (the bias in the GEMM's output), forward and backward
+  const Tensor x = randn({1100, 128}), w = randn({192, 128}), bias = randn({192}), up = randn({1100, 192});
+  auto step = [&] {
+    Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_(), bl = bias.detach().requires_grad_();
+    Tensor y = linear(xl, wl, bl);
+    (y * up).sum().backward();
+    return std::vector<Tensor>{y, xl.grad(), wl.grad(), bl.grad()};
+  };
+  const std::vector<Tensor> one = with_threads(1, step), two = with_threads(2, step);
+  for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(mismatches<float>(one[i], two[i]), 0) << "linear result " << i;
+}
+
+TEST(Threads, ParallelForCoversEveryIndexOnceAndRethrows) {
+  with_threads(3, [] {
+    // enough work to be split: each index is visited exactly once
+    std::vector<std::atomic<int>> seen(1000);
+    detail::parallel_for(1000, detail::kMinParallelFlops, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) seen[static_cast<std::size_t>(i)]++;
+    });
+    int64_t wrong = 0;
+    for (const auto& s : seen) wrong += s.load() != 1;
+    EXPECT_EQ(wrong, 0);
+    // a chunk's exception reaches the caller, after every chunk has finished
+    std::atomic<int> chunks{0};
+    EXPECT_THROW(detail::parallel_for(3, detail::kMinParallelFlops,
+                                      [&](int64_t b, int64_t) {
+                                        chunks++;
+                                        if (b == 2) throw std::runtime_error("chunk 2");
+                                      }),
+                 std::runtime_error);
+    EXPECT_EQ(chunks.load(), 3);
+    // inside a chunk, a nested loop runs on that thread
+    std::atomic<int> nested_serial{0};
+    detail::parallel_for(2, detail::kMinParallelFlops, [&](int64_t, int64_t) {
+      EXPECT_TRUE(detail::in_parallel_region());
+      detail::parallel_for(4, detail::kMinParallelFlops, [&](int64_t b, int64_t e) { nested_serial += b == 0 && e == 4; });
+    });
+    EXPECT_EQ(nested_serial.load(), 2);
+    EXPECT_FALSE(detail::in_parallel_region());
+    return 0;
+  });
+}
+
+TEST(Threads, TwoCallersAtOnceGetTheirOwnResults) {
+  // the pool runs one loop at a time; a second caller meanwhile runs its loop itself
+  manual_seed(31);
+  const Tensor a = randn({800, 256}), b = randn({256, 256});
+  const Tensor expected = with_threads(1, [&] { return matmul(a, b); });
+  with_threads(2, [&] {
+    std::vector<Tensor> got(4);
+    std::vector<std::thread> callers;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      callers.emplace_back([&, i] {
+        for (int r = 0; r < 20; ++r) got[i] = matmul(a, b);
+      });
+    for (auto& t : callers) t.join();
+    for (const Tensor& g : got) EXPECT_EQ(mismatches<float>(g, expected), 0);
+    return 0;
+  });
+}
