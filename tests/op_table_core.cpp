@@ -438,7 +438,8 @@ std::vector<OpInfo> masking_joining_gathering() {
        .fuzz = unary_step(1,
                           [](std::mt19937_64& rng, const Size& sa) {
                             const int64_t d = fuzz_int(rng, 0, static_cast<int>(sa.size()) - 1);
-                            std::vector<int64_t> idx(static_cast<std::size_t>(fuzz_int(rng, 1, 5)));
+                            // (an empty dim: an empty index)
+                            std::vector<int64_t> idx(sa[d] == 0 ? 0 : static_cast<std::size_t>(fuzz_int(rng, 1, 5)));
                             for (int64_t& i : idx) i = fuzz_int(rng, 0, static_cast<int>(sa[d]) - 1);
                             Tensor index = from_vector(idx, {static_cast<int64_t>(idx.size())});
                             return FuzzStep{[d, index](Pool a, Pool) { return index_select(a, d, index); },
