@@ -36,6 +36,21 @@ static void BM_MatmulForwardBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_MatmulForwardBackward)->Arg(16)->Arg(128)->Arg(256);
 
+// A projection of the medium step, x (4096, 256) @ w^T (256, 256) as linear runs it, on
+// get_num_threads() = arg threads: 1 is one OpenBLAS call, 2 splits C's rows into two slabs over
+// ag's pool (kernels/blas.cpp). Counter: GFLOP/s (BM_FmaPeak: one core's peak).
+static void BM_ProjectionGemmThreads(benchmark::State& state) {
+  const int before = get_num_threads();
+  set_num_threads(static_cast<int>(state.range(0)));
+  manual_seed(0);
+  Tensor x = rand({4096, 256}), w = rand({256, 256});
+  for (auto _ : state) benchmark::DoNotOptimize(linear(x, w, Tensor()).data_ptr<float>());
+  set_num_threads(before);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 4096 * 256 * 256, benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ProjectionGemmThreads)->Arg(1)->Arg(2)->UseRealTime();
+
 // causal-masked softmax over (B*h, T, T) scores, forward + backward; counter: bytes of scores
 static void BM_MaskedSoftmaxForwardBackward(benchmark::State& state) {
   const int64_t t = state.range(0);
