@@ -123,3 +123,29 @@ TEST(Threads, TwoCallersAtOnceGetTheirOwnResults) {
     return 0;
   });
 }
+
+TEST(Threads, CrossEntropySplitByRowsGivesTheSameBits) {
+  // enough rows to be split: each row's log-sum and gradient are computed whole on one thread, so
+  // the loss (summed in row order afterwards) and the gradient are the same bits for any count,
+  // and equal to nll_loss(log_softmax(x)) as with one thread
+  manual_seed(32);
+  const Tensor logits = randn({4099, 512}) * 3.0;
+  Tensor targets = randint(0, 512, {4099});
+  auto run = [&] {
+    Tensor x = logits.detach().requires_grad_();
+    Tensor loss = cross_entropy(x, targets);
+    loss.backward();
+    return std::vector<Tensor>{loss, x.grad()};
+  };
+  const std::vector<Tensor> one = with_threads(1, run);
+  Tensor x2 = logits.detach().requires_grad_();
+  Tensor composed = nll_loss(log_softmax(x2, -1), targets);
+  composed.backward();
+  EXPECT_EQ(bit_mismatches<float>(one[0], composed), 0);
+  EXPECT_EQ(bit_mismatches<float>(one[1], x2.grad()), 0);
+  for (int threads : {2, 3, 16}) {
+    const std::vector<Tensor> many = with_threads(threads, run);
+    EXPECT_EQ(bit_mismatches<float>(one[0], many[0]), 0) << threads << " threads, loss";
+    EXPECT_EQ(bit_mismatches<float>(one[1], many[1]), 0) << threads << " threads, gradient";
+  }
+}

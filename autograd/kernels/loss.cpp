@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -55,6 +56,9 @@ Tensor target_mask(const std::vector<int64_t>& ids, const Size& shape) {
   return hit;
 }
 
+// About what one logit costs in either pass (an exp and a few adds), in FLOPs, for parallel_for.
+constexpr double kRowFlops = 16;
+
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& ids, int64_t count, Tensor& stats) {
   const int64_t n = static_cast<int64_t>(ids.size()), c = logits.size(-1);
   stats = detail::make_tensor(Size{2, n}, logits.dtype());  // per row: shift, log-sum
@@ -64,7 +68,10 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& ids, int6
     const T* px = x.data_ptr<T>();
     T* shift = stats.data_ptr<T>();
     T* ls = shift + n;
-    log_softmax_stats(px, n, c, shift, ls);
+    // rows split over ag's threads (each row's numbers are the same on any thread)
+    detail::parallel_for(n, kRowFlops * static_cast<double>(c), [&](int64_t b, int64_t e) {
+      log_softmax_stats(px + b * c, e - b, c, shift + b, ls + b);
+    });
     // nll_loss of log_softmax's log-probabilities at the targets
     return nll_value<T>(ids, count, logits.dtype(), [&](int64_t i, int64_t t) -> T { return px[i * c + t] - shift[i] - ls[i]; });
   });
@@ -80,7 +87,11 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tenso
     std::vector<T> per_row(static_cast<std::size_t>(n));
     for (int64_t i = 0; i < n; ++i) per_row[static_cast<std::size_t>(i)] = ids[static_cast<std::size_t>(i)] >= 0 ? v : T(0);
     const T* shift = stats.data_ptr<T>();
-    cross_entropy_backward(x.data_ptr<T>(), shift, shift + n, ids.data(), per_row.data(), n, c, dx.data_ptr<T>());
+    const T* px = x.data_ptr<T>();
+    T* pdx = dx.data_ptr<T>();
+    detail::parallel_for(n, kRowFlops * static_cast<double>(c), [&](int64_t b, int64_t e) {
+      cross_entropy_backward(px + b * c, shift + b, shift + n + b, ids.data() + b, per_row.data() + b, e - b, c, pdx + b * c);
+    });
   });
   return dx;
 }
