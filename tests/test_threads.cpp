@@ -149,3 +149,35 @@ TEST(Threads, CrossEntropySplitByRowsGivesTheSameBits) {
     EXPECT_EQ(bit_mismatches<float>(one[1], many[1]), 0) << threads << " threads, gradient";
   }
 }
+
+TEST(Threads, ElementwiseOpsSplitFromKMinParallelElementsGiveTheSameBits) {
+  // contiguous elementwise ops of at least 2^18 elements split over the threads: the same bits as
+  // one thread (odd length: an uneven split), float32, float64, int64 and bool results
+  manual_seed(33);
+  const int64_t n = (int64_t{1} << 18) + 12345;
+  const Tensor a = randn({n}), b = randn({n}), a64 = randn({n}, kFloat64), i = randint(-50, 50, {n});
+  const Tensor mask = gt(randn({n}), 0.0);
+  auto run = [&] {
+    return std::vector<Tensor>{a + b, a * b, a64 / (a64 + 3.0), exp(a), tanh(a64), i * i, gt(a, b), masked_fill(a, mask, 2.5),
+                               maximum(a, b)};
+  };
+  const std::vector<Tensor> one = with_threads(1, run);
+  for (int threads : {2, 3}) {
+    const std::vector<Tensor> many = with_threads(threads, run);
+    for (std::size_t k = 0; k < one.size(); ++k) {
+      const DType dt = one[k].dtype();
+      const int64_t bad = dt == kFloat32   ? bit_mismatches<float>(one[k], many[k])
+                          : dt == kFloat64 ? bit_mismatches<double>(one[k], many[k])
+                                           : testutil::close_mismatches<double>(one[k].to(kFloat64), many[k].to(kFloat64), 0, 0);
+      EXPECT_EQ(bad, 0) << "result " << k << ", " << threads << " threads";
+    }
+  }
+  // and each agrees with a plain loop over the elements (a misplaced chunk would not)
+  const std::vector<float> va = a.to_vector<float>(), vb = b.to_vector<float>(), sum = one[0].to_vector<float>();
+  int64_t wrong = 0;
+  for (int64_t k = 0; k < n; ++k) wrong += sum[static_cast<std::size_t>(k)] != va[static_cast<std::size_t>(k)] + vb[static_cast<std::size_t>(k)];
+  EXPECT_EQ(wrong, 0);
+  const std::vector<float> many_sum = with_threads(2, [&] { return a + b; }).to_vector<float>();
+  for (int64_t k = 0; k < n; ++k) wrong += many_sum[static_cast<std::size_t>(k)] != va[static_cast<std::size_t>(k)] + vb[static_cast<std::size_t>(k)];
+  EXPECT_EQ(wrong, 0);
+}

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "autograd/kernels/parallel.h"
 #include "autograd/tensor.h"
 
 namespace ag::detail {
@@ -114,6 +115,19 @@ void walk_in_memory_order(const Size& shape, const std::array<const Strides*, N>
   walk<N>(ps, pp, off, f);
 }
 
+// loop(begin, end) over [0, n) elements of an elementwise op: split over ag's threads from
+// kMinParallelElements on (waking a thread pays for itself on a memory-bound pass that long),
+// each element computed alike on any thread.
+inline constexpr int64_t kMinParallelElements = int64_t{1} << 18;
+template <class Loop>
+void parallel_elements(int64_t n, Loop&& loop) {
+  if (n < kMinParallelElements) {
+    loop(int64_t{0}, n);
+    return;
+  }
+  parallel_for(n, kMinParallelFlops / static_cast<double>(kMinParallelElements), loop);
+}
+
 // out[i] = f(a[i]) over any strides; out is a new tensor of dtype `out_dtype` laid out as
 // elementwise_strides says (contiguous unless a is dense and not contiguous).
 template <class TOut, class TIn, class F>
@@ -123,8 +137,9 @@ Tensor map_unary(const Tensor& a, DType out_dtype, F&& f) {
     Tensor out = make_tensor(a.shape(), out_dtype);
     TOut* po = out.data_ptr<TOut>();
     pa += a.storage_offset();
-    const int64_t n = a.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i]);
+    parallel_elements(a.numel(), [po, pa, &f](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = f(pa[i]);
+    });
     return out;
   }
   Tensor out = make_tensor(a.shape(), elementwise_strides(a.shape(), {&a}), out_dtype);
@@ -145,8 +160,9 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const Size& shape, DType out
     TOut* po = out.data_ptr<TOut>();
     pa += a.storage_offset();
     pb += b.storage_offset();
-    const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    parallel_elements(out.numel(), [po, pa, pb, &f](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = f(pa[i], pb[i]);
+    });
     return out;
   }
   Tensor out = contiguous_result ? make_tensor(shape, out_dtype) : make_tensor(shape, elementwise_strides(shape, {&a, &b}), out_dtype);
