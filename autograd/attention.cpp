@@ -80,7 +80,7 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
   // y = causal_softmax(q @ k^T, divisor), out = tril(y) @ v
   auto [out, y] = kernels::causal_attention(q, k, v, batch, divisor);
   if (needs_grad({&q, &k, &v})) {
-    record_qk_softmax(y, q, k, batch, divisor);
+    if (needs_grad(q, k)) record_qk_softmax(y, q, k, batch, divisor);
     const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
     // dw = tril(g @ v^T), dv = tril(y)^T @ g  (causal_matmul's rule)
     // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q  (causal_qk_softmax's)

@@ -387,6 +387,7 @@ void expect_same_bits_as_two_ops(const Tensor& q, const Tensor& k, const Tensor&
   const char* names[] = {"out", "weights", "dq", "dk", "dv"};
   for (std::size_t i = 0; i < a.results.size(); ++i) {
     ASSERT_EQ(a.results[i].defined(), b.results[i].defined()) << names[i] << ", " << where;
+    if (i < 2) EXPECT_EQ(a.results[i].requires_grad(), b.results[i].requires_grad()) << names[i] << ", " << where;
     if (!a.results[i].defined()) continue;
     EXPECT_EQ(a.results[i].shape(), b.results[i].shape()) << names[i] << ", " << where;
     EXPECT_EQ(bit_mismatches<T>(a.results[i], b.results[i]), 0) << names[i] << ", " << where;
