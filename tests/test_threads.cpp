@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -102,6 +103,29 @@ TEST(Threads, ParallelForCoversEveryIndexOnceAndRethrows) {
     });
     EXPECT_EQ(nested_serial.load(), 2);
     EXPECT_FALSE(detail::in_parallel_region());
+    return 0;
+  });
+}
+
+TEST(Threads, ManyShortLoopsInARowRunEachChunkOnce) {
+  // back-to-back jobs, so workers that wake late for one meet the next: every chunk of every job
+  // still runs exactly once
+  // (jobs of 2 and 3 chunks in turn, each chunk a few microseconds long, so that they do)
+  with_threads(3, [] {
+    std::vector<std::atomic<int>> runs(3);
+    int64_t wrong = 0;
+    for (int job = 0; job < 3000; ++job) {
+      const int64_t chunks = 2 + job % 2;
+      for (auto& r : runs) r = 0;
+      detail::parallel_for(chunks, detail::kMinParallelFlops, [&](int64_t b, int64_t e) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        for (int64_t i = b; i < e; ++i) runs[static_cast<std::size_t>(i)]++;
+      });
+      for (int64_t i = 0; i < 3; ++i) wrong += runs[static_cast<std::size_t>(i)].load() != (i < chunks ? 1 : 0);
+    }
+    EXPECT_EQ(wrong, 0);
     return 0;
   });
 }

@@ -58,8 +58,10 @@ namespace {
 thread_local bool t_in_parallel = false;  // this thread runs a chunk of a parallel_for
 
 // Workers that sleep on a condition variable between jobs (no spinning: an idle worker costs no
-// CPU). A job is chunks [0, chunks) of f, taken from a shared counter by the workers and the
-// caller alike, so a slow wake-up only means the caller does more of them. One job at a time: a
+// CPU). A job is chunks [0, chunks) of f, taken from the job's own counter by the workers and the
+// caller alike, so a slow wake-up only means the caller does more of them. A worker touches a job
+// only after registering as its user under the lock, and the caller returns (and the job, on its
+// stack, ends) only when every chunk is done and no worker holds the job. One job at a time: a
 // parallel_for from another thread while one runs goes serial.
 class Pool {
  public:
@@ -68,29 +70,35 @@ class Pool {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
     grow(chunks - 1);
+    Job job{&chunk, chunks};
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job_ = &chunk;
-      chunks_ = chunks;
-      next_.store(0);
-      done_ = 0;
+      job_ = &job;
       ++generation_;
     }
     wake_.notify_all();
-    work();
+    take(job);
     std::unique_lock<std::mutex> lock(mu_);
-    finished_.wait(lock, [&] { return done_ == chunks_; });
-    job_ = nullptr;
+    job_ = nullptr;  // no worker registers for it from here on
+    finished_.wait(lock, [&] { return job.done == job.chunks && job.users == 0; });
     return true;
   }
 
  private:
-  // Takes chunks until none are left.
-  void work() {
-    for (int64_t t = next_.fetch_add(1); t < chunks_; t = next_.fetch_add(1)) {
-      (*job_)(t);
+  struct Job {
+    const std::function<void(int64_t)>* f;
+    int64_t chunks;
+    std::atomic<int64_t> next{0};
+    int64_t done = 0;  // chunks finished (under mu_)
+    int users = 0;     // workers holding this job (under mu_)
+  };
+
+  // Takes the job's chunks until none are left.
+  void take(Job& job) {
+    for (int64_t t = job.next.fetch_add(1); t < job.chunks; t = job.next.fetch_add(1)) {
+      (*job.f)(t);
       std::lock_guard<std::mutex> lock(mu_);
-      if (++done_ == chunks_) finished_.notify_one();
+      if (++job.done == job.chunks) finished_.notify_all();
     }
   }
 
@@ -108,13 +116,18 @@ class Pool {
     t_in_parallel = true;
     uint64_t seen = 0;
     for (;;) {
+      Job* job = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu_);
         wake_.wait(lock, [&] { return generation_ != seen; });
         seen = generation_;
-        if (!job_) continue;
+        job = job_;
+        if (!job) continue;
+        ++job->users;
       }
-      work();
+      take(*job);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--job->users == 0) finished_.notify_all();
     }
   }
 
@@ -122,9 +135,7 @@ class Pool {
   std::mutex mu_;
   std::condition_variable wake_, finished_;
   std::vector<std::thread> workers_;  // never joined: they sleep until the process ends
-  const std::function<void(int64_t)>* job_ = nullptr;
-  int64_t chunks_ = 0, done_ = 0;
-  std::atomic<int64_t> next_{0};
+  Job* job_ = nullptr;                // the running job, while workers may still join it
   uint64_t generation_ = 0;
 };
 
