@@ -18,7 +18,10 @@ namespace ag::nn {
 // fused ops compute the same (causal_qk_softmax, causal_matmul: the masked half of the softmax is
 // never computed, and from T = 65 on whole GEMM blocks above the diagonal are skipped; while the
 // dropout is the identity, both as one causal_attention node); otherwise the composed ops with
-// the buffer as it is. Throws, naming `who`, if T exceeds context_length.
+// the buffer as it is. In that one node the context's gradient goes straight to q, k and v, not
+// through the weights: a hook or retain_grad() on the returned weights sees no gradient from the
+// context (PyTorch's graph would pass it through them). To look at it, call
+// set_fused_attention(false) before the forward pass. Throws, naming `who`, if T exceeds context_length.
 struct CausalAttentionResult {
   Tensor context;  // (..., T, E_v)
   Tensor weights;  // (..., T, T), after dropout

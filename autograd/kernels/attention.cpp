@@ -96,8 +96,9 @@ const T* tril_region(const T* w, MatLayout lw, int64_t r0, int64_t r1, int64_t c
 // Where each matrix of the batch starts in each operand, the batch being the leading dims all
 // operands share: entry index holds operand i's offset at [i], index counting the matrices in
 // row-major order (a contiguous output's matrix starts at index * rows * cols). The kernels split
-// this list over threads (detail::parallel_for): each matrix is computed by one thread, so the
-// result does not depend on the thread count.
+// this list over threads (detail::parallel_for): each matrix is computed by one thread, so with
+// several matrices the result does not depend on the thread count (a lone matrix runs on the
+// caller, whose large GEMMs blas.cpp may split).
 template <std::size_t N>
 std::vector<std::array<int64_t, N>> matrix_offsets(const Size& batch, const std::array<const Tensor*, N>& ts) {
   std::array<Strides, N> st;

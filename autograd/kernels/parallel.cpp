@@ -32,9 +32,10 @@ int threads_now() {
   if (n > 0) return n;
   static std::once_flag once;
   std::call_once(once, [] {
+    const int n = std::max(1, openblas_get_num_threads());
+    openblas_set_num_threads(1);  // before any thread can see a count and start a GEMM
     int expected = 0;
-    g_threads.compare_exchange_strong(expected, std::max(1, openblas_get_num_threads()));
-    openblas_set_num_threads(1);
+    g_threads.compare_exchange_strong(expected, n);
   });
   return g_threads.load(std::memory_order_relaxed);
 }
