@@ -16,17 +16,15 @@ bool g_anomaly_enabled = false;
 namespace {
 std::atomic<uint64_t> g_nodes{0};      // nodes recorded since anomaly mode was last turned on
 thread_local std::string g_label;      // the innermost AnomalyLabel, with its file:line
-std::string g_first_bad;               // the first forward op whose output held a NaN or Inf
+std::string g_first_bad;               // the first forward op whose output held a NaN
 
-// "nan", "inf" or "" for a tensor without either.
-const char* nonfinite(const Tensor& t) {
-  if (!t.defined() || !t.is_floating_point()) return "";
-  const char* found = "";
-  for (double v : t.to_vector<double>()) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) found = "inf";
-  }
-  return found;
+// Whether t holds a NaN. Only NaN, as PyTorch's anomaly mode checks (an infinite gradient, e.g.
+// sqrt's at 0, or a -inf attention mask in the forward pass, is legal).
+bool has_nan(const Tensor& t) {
+  if (!t.defined() || !t.is_floating_point()) return false;
+  for (double v : t.to_vector<double>())
+    if (std::isnan(v)) return true;
+  return false;
 }
 }  // namespace
 
@@ -56,10 +54,8 @@ void anomaly_record(Node& node, const std::vector<Tensor>& outs) {
   if (!g_label.empty()) created += ", recorded under the label " + g_label;
   if (!g_first_bad.empty()) return;
   for (std::size_t k = 0; k < outs.size(); ++k) {
-    const char* bad = nonfinite(outs[k]);
-    if (*bad) {
-      g_first_bad = created + ": its output " + std::to_string(k) + " of shape " + outs[k].shape().str() + " held " + bad +
-                    " values";
+    if (has_nan(outs[k])) {
+      g_first_bad = created + ": its output " + std::to_string(k) + " of shape " + outs[k].shape().str() + " held nan values";
       return;
     }
   }
@@ -67,13 +63,13 @@ void anomaly_record(Node& node, const std::vector<Tensor>& outs) {
 
 void anomaly_check(const Node& node, const Grads& grads) {
   for (std::size_t i = 0; i < grads.size(); ++i) {
-    const char* bad = nonfinite(grads[i]);
-    if (!*bad) continue;
-    std::string msg = "Function '" + node.name() + "' returned " + bad + " values in its " + std::to_string(i) + "th output.";
+    if (!has_nan(grads[i])) continue;
+    // PyTorch's words: "Function 'SqrtBackward0' returned nan values in its 0th output."
+    std::string msg = "Function '" + node.name() + "' returned nan values in its " + std::to_string(i) + "th output.";
     msg += node.meta && !node.meta->created.empty() ? " It was made by " + node.meta->created + "."
                                                     : " It was made before anomaly mode was turned on.";
-    msg += g_first_bad.empty() ? " No forward op output held a NaN or Inf while anomaly mode was on."
-                               : " The first forward op whose output held a NaN or Inf: " + g_first_bad + ".";
+    msg += g_first_bad.empty() ? " No forward op output held a NaN while anomaly mode was on."
+                               : " The first forward op whose output held a NaN: " + g_first_bad + ".";
     throw std::runtime_error(msg);
   }
 }

@@ -1,10 +1,11 @@
-// Anomaly mode: finding the op that made a NaN or an Inf. While it is on, every recorded node
-// remembers where it was made (its number in the forward pass and the innermost AnomalyLabel
-// scope, with that scope's file and line), the first forward op whose output held a NaN or Inf
-// is noted, and backward throws on the first NaN or Inf a backward rule returns:
+// Anomaly mode: finding the op that made a NaN. While it is on, every recorded node remembers
+// where it was made (its number in the forward pass and the innermost AnomalyLabel scope, with that
+// scope's file and line), the first forward op whose output held a NaN is noted, and backward
+// throws on the first NaN a backward rule returns, as PyTorch's does:
 //   Function 'SqrtBackward0' returned nan values in its 0th output. ...
-// naming the node, where it was made, and the first forward op that produced a NaN or Inf (often
-// the real cause, far from where backward noticed). Off (the default) it costs one flag test per op.
+// naming the node, where it was made, and the first forward op that produced a NaN (often the real
+// cause, far from where backward noticed). An infinite gradient is legal, as in PyTorch (sqrt's at
+// 0 is inf): only NaN is checked. Off (the default) it costs one flag test per op.
 #pragma once
 
 #include <string>

@@ -24,9 +24,9 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
                                      "), tensor " + std::to_string(i) + " has shape " + t.shape().str() + " (" +
                                      dtype_name(t.dtype()) + ")");
     }
-    out_shape[dim] += t.shape()[dim];
+    out_shape[dim] = detail::checked_add(out_shape[dim], t.shape()[dim], "cat");
   }
-  Tensor out = detail::make_tensor(out_shape, first.dtype());
+  Tensor out = detail::make_tensor(out_shape, first.dtype(), "cat");
   std::vector<int64_t> starts;
   {
     NoGradGuard g;

@@ -17,10 +17,11 @@ static Tensor finish(Tensor t, const Options& o) {
   return t;
 }
 
-Tensor empty(const DimVector& shape, Options o) { return finish(make_tensor(Size(shape), o.dtype_), o); }
+Tensor empty(const DimVector& shape, Options o) { return finish(make_tensor(Size(shape), o.dtype_, "empty"), o); }
 
-Tensor full(const DimVector& shape, double value, Options o) {
-  Tensor t = make_tensor(Size(shape), o.dtype_);
+// full, zeros and ones: a new tensor of `shape` with every element `value`.
+static Tensor filled(const DimVector& shape, double value, const Options& o, const char* op) {
+  Tensor t = make_tensor(Size(shape), o.dtype_, op);
   {
     NoGradGuard g;
     t.fill_(value);
@@ -29,8 +30,25 @@ Tensor full(const DimVector& shape, double value, Options o) {
   return finish(t, o);
 }
 
-Tensor zeros(const DimVector& shape, Options o) { return full(shape, 0.0, o); }
-Tensor ones(const DimVector& shape, Options o) { return full(shape, 1.0, o); }
+Tensor full(const DimVector& shape, double value, Options o) { return filled(shape, value, o, "full"); }
+
+Tensor full(const DimVector& shape, bool value, Options o) {
+  if (!o.dtype_set) o = o.dtype(kBool);
+  return filled(shape, value ? 1.0 : 0.0, o, "full");
+}
+
+Tensor full_int(const DimVector& shape, int64_t value, Options o) {
+  if (!o.dtype_set) o = o.dtype(kInt64);
+  Tensor t = make_tensor(Size(shape), o.dtype_, "full");
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    // an integer converts exactly to int64, to bool as value != 0, to a float rounded
+    const T v = std::is_same_v<T, int64_t> ? static_cast<T>(value) : detail::checked_scalar<T>(static_cast<double>(value), "full");
+    detail::for_each_inplace<T>(t, [&](T& x) { x = v; });
+  });
+  return finish(t, o);
+}
+Tensor zeros(const DimVector& shape, Options o) { return filled(shape, 0.0, o, "zeros"); }
+Tensor ones(const DimVector& shape, Options o) { return filled(shape, 1.0, o, "ones"); }
 
 Tensor empty_like(const Tensor& t) { return make_tensor(t.shape(), t.dtype()); }
 Tensor zeros_like(const Tensor& t) { return full(t.shape().vec(), 0.0, t.dtype()); }
@@ -41,12 +59,22 @@ Tensor arange(double end, Options o) { return arange(0.0, end, 1.0, o); }
 
 Tensor arange(double start, double end, double step, Options o) {
   if (step == 0) throw std::invalid_argument("[arange] step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(end)) {
+    throw std::invalid_argument("[arange] unsupported range: " + std::to_string(start) + " -> " + std::to_string(end));
+  }
   if ((end - start) / step < 0) {
     throw std::invalid_argument("[arange] upper bound and larger bound inconsistent with step sign");
   }
-  auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+  const double count = std::ceil((end - start) / step);
+  if (!(count < 9223372036854775808.0)) throw std::length_error("[arange] invalid size, possible overflow?");
+  auto n = static_cast<int64_t>(count);
   const bool integral = is_whole_number(start) && is_whole_number(end) && is_whole_number(step);
   const DType dtype = o.dtype_set ? o.dtype_ : integral ? kInt64 : kFloat32;
+  if (dtype == kBool) throw std::invalid_argument("[arange] \"arange_cpu\" not implemented for 'Bool'");
+  if (dtype == kInt64) {  // every value must fit
+    detail::checked_scalar<int64_t>(start, "arange");
+    detail::checked_scalar<int64_t>(start + static_cast<double>(n) * step, "arange");
+  }
   return finish(kernels::arange(start, step, n, dtype), o);
 }
 
@@ -74,7 +102,7 @@ Tensor eye(int64_t n, int64_t m, Options o) {
 
 Tensor from_vector(const std::vector<double>& data, const DimVector& shape, Options o) {
   Size s(shape);
-  if (s.numel() != static_cast<int64_t>(data.size())) {
+  if (detail::check_shape(s, "from_vector") != static_cast<int64_t>(data.size())) {
     throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
                                 " values cannot fill a tensor of shape " + s.str());
   }
@@ -87,7 +115,7 @@ Tensor from_vector(const std::vector<float>& data, const DimVector& shape, Optio
 
 Tensor from_vector(const std::vector<int64_t>& data, const DimVector& shape, Options o) {
   Size s(shape);
-  if (s.numel() != static_cast<int64_t>(data.size())) {
+  if (detail::check_shape(s, "from_vector") != static_cast<int64_t>(data.size())) {
     throw std::invalid_argument("[from_vector] " + std::to_string(data.size()) +
                                 " values cannot fill a tensor of shape " + s.str());
   }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/functional.h"
+#include "autograd/inplace.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/pool.h"
@@ -69,6 +70,17 @@ struct PendingSaved {
   const TensorImpl* from;
 };
 thread_local bool g_keep_values = false;
+// Tensors saved for backward on this thread so far, and the count when the last node was
+// recorded: a node saved tensors iff the count moved since (ops save right before they record).
+// A node that saved none keeps its backward and edges after a backward pass, so a second pass
+// runs it, as PyTorch runs a node whose saved variables were not needed.
+thread_local uint64_t g_saved_count = 0;
+thread_local uint64_t g_saved_at_record = 0;
+bool take_saved_flag() {
+  const bool saved = g_saved_count != g_saved_at_record;
+  g_saved_at_record = g_saved_count;
+  return saved;
+}
 thread_local std::vector<PendingSaved> g_pending_saved;
 
 Tensor value_copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
@@ -116,6 +128,7 @@ class RunningNode {
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
+  ++g_saved_count;
   if (g_keep_values) g_pending_saved.push_back({value_copy(t), t.impl()});
   t_ = is_output ? t.detach() : t;
   version_ = t.impl()->storage->version;
@@ -126,9 +139,12 @@ Tensor SavedTensor::get() const {
   if (!t_.defined()) return t_;
   uint64_t now = t_.impl()->storage->version;
   if (now != version_) {
+    static const char* const kTypes[] = {"FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor"};
+    const DType dt = t_.dtype();
+    const char* type = dt == kFloat32 ? kTypes[0] : dt == kFloat64 ? kTypes[1] : dt == kInt64 ? kTypes[2] : kTypes[3];
     throw std::runtime_error(
-        "[autograd] one of the tensors needed for gradient computation has been modified by an "
-        "in-place operation: a tensor of shape " + t_.shape().str() + " is at version " +
+        std::string("[autograd] one of the variables needed for gradient computation has been modified by an "
+                    "inplace operation: [torch.") + type + " " + t_.shape().str() + "] is at version " +
         std::to_string(now) + "; expected version " + std::to_string(version_) + " instead");
   }
   if (is_output_ && g_grad_enabled && g_running) {  // the output, with its history: its own node
@@ -168,10 +184,13 @@ static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, s
     if (tracks_grad(&in)) {
       TensorImpl* impl = in.impl();
       if (impl->is_view && impl->grad_fn && impl->view_version != impl->storage->version) {
-        throw std::runtime_error(std::string("[") + name + "] an input of shape " + in.shape().str() +
-                                 " is a view whose base was modified in place after the view was "
-                                 "taken; its gradient would be wrong. Take the view again after the "
-                                 "in-place op");
+        if (!impl->view_base) {
+          throw std::runtime_error(std::string("[") + name + "] an input of shape " + in.shape().str() +
+                                   " is a view whose base was modified in place after the view was "
+                                   "taken; its gradient would be wrong. Take the view again after the "
+                                   "in-place op");
+        }
+        detail::refresh_view(in);  // its base changed in place: a view of the base as it is now
       }
       e.shape = in.shape();
       if (impl->grad_fn) {
@@ -188,6 +207,7 @@ static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, s
 
 static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
   auto node = make_node(name, inputs, n);
+  node->saves_tensors = take_saved_flag();
   node->backward = std::move(fn);
   node->shape = out.shape();
   node->dtype = out.dtype();
@@ -210,6 +230,8 @@ void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differenti
                   const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
   if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
   auto node = make_node(name, inputs.data(), inputs.size());
+  take_saved_flag();
+  node->saves_tensors = true;  // a custom Function's ctx may hold anything: freed after backward
   node->meta = std::make_unique<NodeMeta>();
   node->meta->backward_multi = std::move(fn);
   node->num_outputs = static_cast<uint32_t>(outs.size());
@@ -262,8 +284,10 @@ static void check_grad(std::string_view name, std::size_t i, const Edge& e, cons
 }
 
 static std::string second_time_message(const Node* node) {
-  return "[backward] trying to backward through the graph a second time (" + std::string(node->name_) +
-         " was already freed). Specify retain_graph=true on the first backward call if you need to backward twice";
+  return "[backward] Trying to backward through the graph a second time (or directly access saved tensors after they "
+         "have already been freed): " + std::string(node->name_) + "'s saved tensors were freed. Saved intermediate "
+         "values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=true on the "
+         "first backward call if you need to backward through the graph a second time";
 }
 
 static Tensor sum_grads(const Tensor& a, const Tensor& b) { return a.defined() ? add(a, b) : b; }
@@ -335,7 +359,8 @@ static Tensor run_hooks(const char* what, const std::vector<detail::HookEntry>& 
 }
 
 // The hooks on a node's outputs (registered on the non-leaf tensors it made), then the outputs
-// that retain their gradient: as in PyTorch 1.13, a retained gradient is the one after all hooks.
+// that retain their gradient: as in PyTorch 2.x (1.13 depended on the order of retain_grad and
+// register_hook), a retained gradient is the one after all hooks.
 static void run_output_hooks(const Node& n, Tensor* grads) {
   for (const NodeMeta::OutputHook& h : n.meta->hooks) {
     Tensor& g = grads[h.output_nr];
@@ -519,11 +544,14 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         if (detail::anomaly_mode_on()) detail::anomaly_check(*node, node_grads);
         if (observer) observer->node_ran(*node, outs, node_grads);
       }
+      const bool release = !retain_graph && node->saves_tensors;
       if (!retain_graph) {  // free saved tensors (and, below, the edges) as we go
-        node->backward = nullptr;
-        node->released = true;
+        if (release) {
+          node->backward = nullptr;
+          node->released = true;
+        }
         if (node->meta) {
-          node->meta->backward_multi = nullptr;
+          if (release) node->meta->backward_multi = nullptr;
           node->meta->hooks.clear();  // a hook may hold its own tensor: a cycle through the node
         }
       }
@@ -541,7 +569,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         }
         if (--m->pending_consumers == 0) ready.push_back(e.fn);
       }
-      if (!retain_graph) node->next.clear();
+      if (release) node->next.clear();
     }
     // leaves whose hooks still wait for a gradient that never came (a path that did not run)
     for (const std::shared_ptr<TensorImpl>& leaf : hooked) {

@@ -84,14 +84,20 @@ GradcheckResult check_jacobian(const char* op, const GradcheckFn& fn, const std:
         const auto uj = static_cast<std::size_t>(j);
         const double num = (plus[uj] - minus[uj]) / (2 * eps);
         const double an = ana[k][uj][i];
-        const double err = std::abs(an - num);
-        if (std::isnan(err) && std::isnan(an) != std::isnan(num)) res.max_error = NAN;
+        // PyTorch's allclose (isclose, equal_nan=False): equal values match (so do equal
+        // infinities); otherwise the error must be finite and within atol + rtol |numerical|. So a
+        // NaN never matches, also a NaN in both Jacobians at the same place.
+        const double err = an == num ? 0.0 : std::abs(an - num);
+        const bool match = an == num || (std::isfinite(err) && err <= atol + rtol * std::abs(num));
+        if (std::isnan(err) || std::isnan(res.max_error)) res.max_error = NAN;
         else res.max_error = std::max(res.max_error, err);
-        if ((err > atol + rtol * std::abs(num) || std::isnan(an) != std::isnan(num)) && res.ok) {
+        if (!match && res.ok) {
           res.ok = false;
           std::ostringstream os;
           os.precision(10);
           os << "[" << op << "] " << where(j, k, i) << ": numerical " << num << ", analytical " << an;
+          if (std::isnan(an) && std::isnan(num)) os << " (NaN in both Jacobians: a NaN never matches, as in PyTorch's allclose)";
+          else if (std::isnan(an) || std::isnan(num)) os << " (a NaN never matches, as in PyTorch's allclose)";
           res.message = os.str();
         }
       }

@@ -20,7 +20,8 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // Full Jacobian check: for every output element j (one ag::grad each, retain_graph; no .grad is
 // touched) and every element i of every input that requires grad,
-// |analytical - numerical| <= atol + rtol |numerical|.
+// |analytical - numerical| <= atol + rtol |numerical|, compared as PyTorch's allclose: equal values
+// (equal infinities too) match, a NaN never does, not even a NaN in both Jacobians at one place.
 // Inputs must be float64 (like PyTorch, float32 is refused: its rounding swamps the differences).
 GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6,
                                  double atol = 1e-5, double rtol = 1e-3);

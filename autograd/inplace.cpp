@@ -39,6 +39,12 @@ bool check_inplace(const Tensor& t, const char* op, bool differentiable) {
 }
 
 bool begin_inplace(const Tensor& t, const char* op, bool differentiable) {
+  const bool tracked = check_inplace(t, op, differentiable);
+  bump_version(t, op);
+  return tracked;
+}
+
+void bump_version(const Tensor& t, const char* op) {
   // an expanded tensor holds one element at several places: writing it is ill-defined
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.shape()[d] > 1 && t.stride(d) == 0) {
@@ -47,19 +53,10 @@ bool begin_inplace(const Tensor& t, const char* op, bool differentiable) {
                                Size(t.strides()).str() + "). Please clone() the tensor before performing the operation.");
     }
   }
-  const bool tracked = check_inplace(t, op, differentiable);
   ++t.impl()->storage->version;
-  return tracked;
 }
 
 }  // namespace detail
-
-static void check_no_grad_source(const Tensor& src, const char* op) {
-  if (grad_enabled() && src.requires_grad()) {
-    throw std::runtime_error(std::string("[") + op + "] the source tensor requires grad; in-place " + op +
-                             " does not record history. Use the out-of-place op or NoGradGuard");
-  }
-}
 
 static void check_broadcastable_into(const Tensor& dst, const Tensor& src, const char* op) {
   Size b = broadcast_shapes(dst.shape(), src.shape(), op);
@@ -69,13 +66,73 @@ static void check_broadcastable_into(const Tensor& dst, const Tensor& src, const
   }
 }
 
-Tensor& Tensor::fill_(double value) {
-  detail::begin_inplace(*this, "fill_", false);
-  dispatch_all(dtype(), [&]<typename T>() { detail::for_each_inplace<T>(*this, [&](T& x) { x = static_cast<T>(value); }); });
-  return *this;
+namespace {
+Tensor value_before(const Tensor& self, bool copy);
+Tensor tracked_base(const Tensor& self, bool value_requires_grad, const char* op);
+void write_through_view(const Tensor& self, const Tensor& b, const Tensor& r, const char* op);
+
+// An in-place write of values that do not depend on self's old value (fill_, zero_, copy_) on a
+// tensor in a graph that is no view: self's new node `name` gives its old history a zero gradient
+// and `src` (if defined) the gradient summed to src's shape, in src's dtype (PyTorch's
+// FillBackward2, ZeroBackward0, CopyBackwards).
+void record_overwrite(Tensor& self, const Tensor& src, const char* name) {
+  const Tensor before = value_before(self, false);
+  Tensor out = detail::alias(self, self.shape(), self.strides(), self.storage_offset());
+  // out = src (or a constant)  =>  d self_old = 0, d src = g summed to src's shape
+  if (src.defined()) {
+    record(out, name, {before, src}, [ss = src.shape(), st = src.dtype()](const Tensor& g) -> Grads {
+      return {zeros_like(g), sum_to(g, ss).to(st)};
+    });
+  } else {
+    record(out, name, {before}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  }
+  const std::shared_ptr<Node> old_fn = self.grad_fn();
+  const uint32_t old_nr = self.impl()->output_nr;
+  self.impl()->grad_fn = out.grad_fn();
+  self.impl()->output_nr = 0;
+  self.impl()->requires_grad = true;
+  detail::rebase_retained(self, old_fn, old_nr);
 }
 
-Tensor& Tensor::zero_() { return fill_(0.0); }
+// fill_ and zero_: every element `value`, recorded as `name` in a graph.
+Tensor& fill_with(Tensor& self, double value, const char* op, const char* name) {
+  detail::check_defined(self, op);
+  const auto write = [&] {
+    dispatch_all(self.dtype(), [&]<typename T>() {
+      const T v = detail::checked_scalar<T>(value, op);
+      detail::for_each_inplace<T>(self, [&](T& x) { x = v; });
+    });
+  };
+  if (const Tensor b = tracked_base(self, false, op); b.defined()) {
+    Tensor r;
+    {
+      NoGradGuard no_grad;
+      r = full(self.shape().vec(), value, self.dtype());
+    }
+    write_through_view(self, b, r, op);
+    return self;
+  }
+  const bool tracked = grad_enabled() && self.requires_grad();
+  detail::check_inplace(self, op, true);  // a leaf that requires grad: refused
+  if (!tracked) {
+    detail::begin_inplace(self, op, false);
+    write();
+    return self;
+  }
+  detail::begin_inplace(self, op, true);
+  write();
+  record_overwrite(self, Tensor(), name);
+  return self;
+}
+}  // namespace
+
+Tensor& Tensor::fill_(double value) { return fill_with(*this, value, "fill_", "FillBackward2"); }
+
+Tensor& Tensor::zero_() { return fill_with(*this, 0.0, "zero_", "ZeroBackward0"); }
+
+Tensor& Tensor::operator=(const Tensor& src) && { return copy_(src); }
+Tensor& Tensor::operator=(Tensor&& src) && { return copy_(src); }
+Tensor& Tensor::operator=(double value) && { return fill_(value); }
 
 namespace {
 
@@ -117,6 +174,81 @@ Tensor value_before(const Tensor& self, bool copy) {
   return before;
 }
 
+// The base whose history a write through view `self` rewrites, if that write must be recorded:
+// self is a view, and its base or the written value takes part in a graph. Throws PyTorch's error
+// for a view of a leaf that requires grad.
+Tensor tracked_base(const Tensor& self, bool value_requires_grad, const char* op) {
+  const std::shared_ptr<TensorImpl>& base = self.impl()->view_base;
+  if (!base || !grad_enabled()) return {};
+  Tensor b(base);
+  if (!b.requires_grad() && !self.requires_grad() && !value_requires_grad) return {};
+  if (b.is_leaf() && b.requires_grad()) {
+    throw std::runtime_error(std::string("[") + op + "] a view of a leaf Variable that requires grad is being used in an "
+                             "in-place operation (view shape " + self.shape().str() + ", base shape " + b.shape().str() + ")");
+  }
+  return b;
+}
+
+// Where view v's elements sit in its base b, as indices into b's row-major order: an int64
+// tensor of v's shape. b's elements are numbered in a scratch laid out as their shared storage,
+// which is then read through v's strides and offset.
+Tensor positions_in_base(const Tensor& v, const Tensor& b) {
+  NoGradGuard no_grad;
+  const auto span = static_cast<int64_t>(b.impl()->storage->nbytes / element_size(b.dtype()));
+  const Tensor scratch = full({span}, int64_t{-1});
+  detail::copy_into(detail::alias(scratch, b.shape(), b.strides(), b.storage_offset()),
+                    arange(0.0, static_cast<double>(b.numel()), 1.0, kInt64).view(b.shape().vec()));
+  Tensor at = detail::alias(scratch, v.shape(), v.strides(), v.storage_offset()).clone();
+  return at;
+}
+
+// Gives view `self` (whose elements are b's at `idx`) the history of a view of b's current
+// value, as PyTorch regenerates a view's grad_fn after its base changed in place.
+void view_of_current_base(const Tensor& self, const Tensor& b, const Tensor& idx) {
+  const std::shared_ptr<Node> old_fn = self.grad_fn();
+  const uint32_t old_nr = self.impl()->output_nr;
+  Tensor v = detail::alias(b, self.shape(), self.strides(), self.storage_offset());
+  // v = b.flatten()[idx]  =>  db = zeros like b with db.flatten()[idx] += dv
+  record(v, "AsStridedBackward0", {b}, [idx, bshape = b.shape()](const Tensor& g) -> Grads {
+    const Tensor flat = index_add(zeros({bshape.numel()}, g.dtype()), 0, reshape(idx, {-1}), reshape(g, {-1}));
+    return {reshape(flat, bshape.vec())};
+  });
+  self.impl()->grad_fn = v.grad_fn();
+  self.impl()->output_nr = 0;
+  self.impl()->requires_grad = true;
+  self.impl()->view_version = self.impl()->storage->version;
+  detail::rebase_retained(self, old_fn, old_nr);
+}
+
+// Writes r (self's shape, self's dtype, with its history) into view `self` of base b and records
+// the write on b, as PyTorch's CopySlices: b's new value is its old value with the view's elements
+// replaced by r's.
+void write_through_view(const Tensor& self, const Tensor& b, const Tensor& r, const char* op) {
+  const Tensor idx = positions_in_base(self, b);
+  Tensor keep;  // 1 where b keeps its old value, 0 on the view's elements
+  {
+    NoGradGuard no_grad;
+    const Tensor flat_idx = reshape(idx, {-1});
+    keep = reshape(index_add(ones({b.numel()}, b.dtype()), 0, flat_idx, full({flat_idx.numel()}, -1.0, b.dtype())),
+                   b.shape().vec());
+  }
+  const Tensor b_old = value_before(b, false);
+  detail::bump_version(self, op);
+  detail::copy_into(self, r);
+  Tensor nb = detail::alias(b, b.shape(), b.strides(), b.storage_offset());
+  // b = b_old with b.flatten()[idx] = r  =>  db_old = g * keep,  dr = g.flatten()[idx]
+  record(nb, "CopySlices", {b_old, r}, [idx, keep, vshape = self.shape()](const Tensor& g) -> Grads {
+    return {mul(g, keep), reshape(index_select(reshape(g, {-1}), 0, reshape(idx, {-1})), vshape.vec())};
+  });
+  const std::shared_ptr<Node> old_fn = b.grad_fn();
+  const uint32_t old_nr = b.impl()->output_nr;
+  b.impl()->grad_fn = nb.grad_fn();
+  b.impl()->output_nr = 0;
+  b.impl()->requires_grad = true;
+  detail::rebase_retained(b, old_fn, old_nr);
+  view_of_current_base(self, b, idx);
+}
+
 // self = f(self) in place, where f is the out-of-place op (so values, dtype promotion and the
 // recorded node are f's). `other_requires_grad`: f's other operand is a tensor that requires
 // grad. `reads_self`: f's rule uses self's value (mul and div by a tensor that requires grad,
@@ -143,11 +275,13 @@ Tensor& apply_inplace(Tensor& self, const char* op, bool other_requires_grad, bo
     detail::copy_into(self, r);
     return self;
   }
-  if (!self.requires_grad() && self.impl()->is_view) {
-    throw std::runtime_error(std::string("[") + op + "] in place on a view (shape " + self.shape().str() +
-                             ") with an operand that requires grad is not supported; use the out-of-place op");
+  if (const Tensor b = tracked_base(self, other_requires_grad, op); b.defined()) {  // CopySlices on the base
+    Tensor r = f(value_before(self, reads_self));
+    check_castable(r.dtype(), self, op);
+    write_through_view(self, b, r.to(self.dtype()), op);
+    return self;
   }
-  detail::check_inplace(self, op, true);  // a leaf or a view that requires grad: refused
+  detail::check_inplace(self, op, true);  // a leaf that requires grad: refused
   Tensor r = f(value_before(self, reads_self));
   check_castable(r.dtype(), self, op);
   r = r.to(self.dtype());
@@ -197,6 +331,18 @@ std::function<void()> scalar_loop(Tensor& self, F f) {
 
 }  // namespace
 
+bool detail::inplace_through_view(const Tensor& self, bool value_requires_grad, const char* op,
+                                  const std::function<Tensor(const Tensor&)>& f) {
+  const Tensor b = tracked_base(self, value_requires_grad, op);
+  if (!b.defined()) return false;
+  write_through_view(self, b, f(value_before(self, false)).to(self.dtype()), op);
+  return true;
+}
+
+void detail::refresh_view(const Tensor& v) {
+  view_of_current_base(v, Tensor(v.impl()->view_base), positions_in_base(v, Tensor(v.impl()->view_base)));
+}
+
 // `other` as an in-place op may read it while writing self: a copy when it shares self's memory in
 // another layout (x.add_(x.t()) would otherwise read elements it has already written); self itself
 // (s *= s) as an alias with self's history, so the node the op records, which saves its operand,
@@ -206,7 +352,10 @@ static Tensor readable_operand(const Tensor& self, const Tensor& other) {
   if (other.impl() == self.impl()) return value_before(self, false);
   const bool same_view = other.storage_offset() == self.storage_offset() && other.shape() == self.shape() &&
                          other.strides() == self.strides();
-  return self.shares_storage(other) && !same_view ? other.clone() : other;
+  // A view's node keeps its base alive (view_base): an operand that is the base or another view of
+  // it, saved by the op's node under the base's new CopySlices node, would be a reference cycle.
+  const bool views = self.impl()->view_base || other.impl()->view_base;
+  return self.shares_storage(other) && (!same_view || views) ? other.clone() : other;
 }
 
 // self += alpha other  (AddBackward0)
@@ -271,13 +420,24 @@ Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
   return apply_inplace(*this, "clamp_", false, true, [min, max](const Tensor& self) { return clamp(self, min, max); });
 }
 
+// self = src, broadcast to self's shape and converted to self's dtype. Differentiable as PyTorch's
+// copy_: on a view in a graph it records CopySlices on the base; on another tensor in a graph,
+// CopyBackwards (self's old history gets a zero gradient, src the gradient summed to its shape).
 Tensor& Tensor::copy_(const Tensor& src) {
-  check_no_grad_source(src, "copy_");
+  detail::check_defined(*this, "copy_");
+  detail::check_defined(src, "copy_");
   check_broadcastable_into(*this, src, "copy_");
   // Copy through a temporary if src overlaps our storage, so the copy reads the old values.
-  Tensor s = shares_storage(src) ? src.clone() : src;
-  detail::begin_inplace(*this, "copy_", false);
+  const Tensor s = shares_storage(src) ? src.clone() : src;
+  if (const Tensor b = tracked_base(*this, requires_grad_of(s), "copy_"); b.defined()) {
+    write_through_view(*this, b, ag::expand(s.to(dtype()), shape().vec()), "copy_");
+    return *this;
+  }
+  const bool tracked = grad_enabled() && (requires_grad() || s.requires_grad());
+  detail::check_inplace(*this, "copy_", true);  // a leaf that requires grad: refused
+  detail::begin_inplace(*this, "copy_", tracked);
   detail::copy_into(*this, s);
+  if (tracked) record_overwrite(*this, s, "CopyBackwards");
   return *this;
 }
 

@@ -1,5 +1,19 @@
-// matmul: 1-D, 2-D and batched inputs with broadcast batch dims; linear; matmul_reference. The
-// rules are written in ag ops; the GEMMs (through BLAS, on transposed views as they are) are in
+// matmul: 1-D, 2-D and batched inputs with broadcast batch dims, decomposed as PyTorch 1.13's
+// at::matmul decomposes them, so the graph has its nodes (grad_fn and next_functions):
+//   1-D @ 1-D      dot                                  DotBackward0
+//   2-D @ 1-D      mv                                   MvBackward0
+//   1-D @ 2-D      a.unsqueeze(0).mm(b).squeeze(0)      SqueezeBackward4 (see below)
+//   2-D @ 2-D      mm                                   MmBackward0
+//   >=3-D @ 1-D/2-D, and 1-D/2-D @ >=3-D ("fold"): the batched operand's batch dims folded into
+//     the rows of one mm (or mv): a.reshape(-1, k).mm(b), _unsafe_view back (UnsafeViewBackward0);
+//     1-D/2-D @ batched as (b^T @ a^T)^T: b.mT().reshape(-1, k).mm(a.t()), _unsafe_view,
+//     .mT().contiguous() (CloneBackward0; with a 1-D a, mv and _unsafe_view)
+//   otherwise: both expanded to the broadcast batch dims, reshaped to 3-D, bmm, _unsafe_view
+// The rules, in ag ops:
+//   out = a @ b (mm, bmm)  =>  da = g @ b^T, db = a^T @ g, each summed over broadcast batch dims
+//   out = m @ v (mv)       =>  dm = g v^T (outer product), dv = m^T @ g
+//   out = a . b (dot)      =>  da = g b, db = g a
+// linear; matmul_reference. The GEMMs (through BLAS, on transposed views as they are) are in
 // kernels/matmul.cpp.
 #include <string>
 
@@ -12,7 +26,7 @@ namespace ag {
 
 namespace {
 
-// Both inputs at least 2-D.
+// mm and bmm: both inputs at least 2-D.
 Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
   Tensor out = kernels::bmm(a, b);
   if (needs_grad(a, b)) {
@@ -29,6 +43,56 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
     });
   }
   return out;
+}
+
+// The GEMM of a (m, k) @ b (k, n) with 1-D operands as a row (a) or column (b) matrix, no
+// history, returned with `shape` as a tensor of its own (not a view).
+Tensor product_as(const Tensor& a, const Tensor& b, const Size& shape) {
+  NoGradGuard no_grad;
+  const Tensor r = kernels::bmm(a.dim() == 1 ? unsqueeze(a, 0) : a, b.dim() == 1 ? unsqueeze(b, 1) : b);
+  return detail::alias(r, shape, contiguous_strides(shape), r.storage_offset());
+}
+
+// mv: m (n, k) @ v (k) -> (n)
+Tensor mv(const Tensor& m, const Tensor& v) {
+  Tensor out = product_as(m, v, Size{m.size(0)});
+  if (needs_grad(m, v)) {
+    const bool gm = m.requires_grad(), gv = v.requires_grad();
+    SavedTensor sm(gv ? m : Tensor()), sv(gm ? v : Tensor());
+    // out = m @ v  =>  dm = g v^T (the outer product), dv = m^T @ g
+    record(out, "MvBackward0", {m, v}, [gm, gv, sm, sv](const Tensor& g) -> Grads {
+      Tensor dm, dv;
+      if (gm) dm = unsqueeze(g, 1) * unsqueeze(sv.get(), 0);
+      if (gv) dv = matmul(t(sm.get()), g);
+      return {dm, dv};
+    });
+  }
+  return out;
+}
+
+// dot: a (k) . b (k) -> ()
+Tensor dot(const Tensor& a, const Tensor& b) {
+  Tensor out = product_as(a, b, Size{});
+  if (needs_grad(a, b)) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
+    // out = a . b  =>  da = g b, db = g a
+    record(out, "DotBackward0", {a, b}, [ga, gb, sa, sb](const Tensor& g) -> Grads {
+      Tensor da, db;
+      if (ga) da = g * sb.get();
+      if (gb) db = g * sa.get();
+      return {da, db};
+    });
+  }
+  return out;
+}
+
+// PyTorch 1.13's should_fold: t1 (>= 3-D) @ a 1-D or 2-D operand folds t1's batch dims into rows,
+// except a 3-D t1 @ 2-D whose last two dims are transposed over a contiguous batch (as from
+// permute(0, 2, 1)), which bmm reads as it is.
+bool should_fold(const Tensor& t1, int64_t dim2) {
+  if (t1.dim() < 3 || (dim2 != 1 && dim2 != 2)) return false;
+  return !(t1.dim() == 3 && dim2 == 2 && t1.stride(-1) != 1 && t1.stride(0) == t1.size(1) * t1.size(2));
 }
 
 }  // namespace
@@ -50,36 +114,32 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     detail::shape_error("matmul", "shapes " + a.shape().str() + " and " + b.shape().str() +
                                       " cannot be multiplied (" + std::to_string(ka) + " != " + std::to_string(kb) + ")");
   }
-  // 1-D operands become a row (left) or a column (right) matrix, and that dim is removed again.
-  // The last node gets PyTorch's name for each case.
-  if (a.dim() == 1 && b.dim() == 1) {
-    Tensor out = reshape(matmul_nd(unsqueeze(a, 0), unsqueeze(b, 1), "MmBackward0"), {});
-    if (out.grad_fn()) out.grad_fn()->name_ = "DotBackward0";
-    return out;
-  }
-  if (a.dim() == 1) {
-    Tensor out = squeeze(matmul_nd(unsqueeze(a, 0), b, b.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -2);
+  const int64_t da = a.dim(), db = b.dim();
+  if (da == 1 && db == 1) return dot(a, b);
+  if (da == 2 && db == 1) return mv(a, b);
+  if (da == 1 && db == 2) {
+    Tensor out = squeeze(matmul_nd(unsqueeze(a, 0), b, "MmBackward0"), 0);
     // SqueezeBackward4, as the seed notebooks print it (PyTorch 2's name; 1.13 says SqueezeBackward3)
-    if (out.grad_fn()) out.grad_fn()->name_ = b.dim() == 2 ? "SqueezeBackward4" : "UnsafeViewBackward0";
+    if (out.grad_fn()) out.grad_fn()->name_ = "SqueezeBackward4";
     return out;
   }
-  if (b.dim() == 1) {
-    Tensor out = squeeze(matmul_nd(a, unsqueeze(b, 1), a.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0"), -1);
-    if (out.grad_fn()) out.grad_fn()->name_ = a.dim() == 2 ? "MvBackward0" : "UnsafeViewBackward0";
-    return out;
+  if (da == 2 && db == 2) return matmul_nd(a, b, "MmBackward0");
+  if (should_fold(a, db) || should_fold(b, da)) {
+    // t1 (>= 3-D) @ t2 (1-D or 2-D); 1-D/2-D @ batched as b^T @ a^T, transposed back below
+    const bool trans = db > da;
+    const Tensor t1 = trans ? transpose(b, -1, -2) : a;
+    const Tensor t2 = !trans ? b : da == 2 ? t(a) : a;
+    std::vector<int64_t> out_shape(t1.shape().begin(), t1.shape().end() - 1);
+    int64_t rows = 1;
+    for (int64_t d : out_shape) rows *= d;
+    const Tensor t1_folded = reshape(t1, {rows, t1.size(-1)});  // not view(-1, k): k may be 0
+    if (t2.dim() == 1) return detail::unsafe_view(mv(t1_folded, t2), Size(out_shape));
+    out_shape.push_back(t2.size(1));
+    const Tensor out = detail::unsafe_view(matmul_nd(t1_folded, t2, "MmBackward0"), Size(out_shape));
+    return trans ? contiguous(transpose(out, -1, -2)) : out;
   }
-  if (a.dim() == 2 && b.dim() == 2) return matmul_nd(a, b, "MmBackward0");
-  // PyTorch 1.13 computes (2-D) @ (batched) as (b^T @ a^T)^T made contiguous: CloneBackward0
-  if (a.dim() == 2) return matmul_nd(a, b, "CloneBackward0");
-  // The rest as PyTorch 1.13 decomposes it, so the graph has its nodes (next_functions):
-  // (batched) @ (2-D) folds a's batch dims into its rows: reshape, mm, _unsafe_view.
-  Size out_shape = a.shape();
-  if (b.dim() == 2) {
-    out_shape[out_shape.size() - 1] = b.size(1);
-    return detail::unsafe_view(matmul_nd(reshape(a, {-1, ka}), b, "MmBackward0"), out_shape);
-  }
-  // (batched) @ (batched): both expanded to the broadcast batch dims and reshaped to 3-D, bmm,
-  // _unsafe_view back.
+  // (batched) @ (batched), or a 2-D operand with a batched one bmm reads as it is: both expanded
+  // to the broadcast batch dims and reshaped to 3-D, bmm, _unsafe_view back.
   const Size batch = broadcast_shapes(Size(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 2)),
                                       Size(std::vector<int64_t>(b.shape().begin(), b.shape().end() - 2)), "matmul");
   std::vector<int64_t> ea(batch.begin(), batch.end()), eb = ea, out = ea;
@@ -113,6 +173,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       return view(linear(view(x, {x.size(0) * x.size(1), x.size(2)}), weight, bias), {x.size(0), x.size(1), weight.size(0)});
     }
     const Tensor y = matmul(x, weight.t());
+    // a 1-D input: matmul's unsqueeze, mm, squeeze; PyTorch 1.13 names the squeeze
+    // SqueezeBackward3 (matmul of 1-D @ 2-D keeps the seed notebooks' SqueezeBackward4)
+    if (x.dim() == 1 && y.grad_fn()) y.grad_fn()->name_ = "SqueezeBackward3";
     return bias.defined() ? y + bias : y;
   }
   if (!bias.defined()) return matmul(x, weight.t());

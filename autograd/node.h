@@ -165,7 +165,8 @@ struct Node {
   Size shape;  // of the (first) output this node produced
   DType dtype = kFloat32;
   uint32_t num_outputs = 1;
-  bool released = false;  // set once backward ran without retain_graph
+  bool released = false;  // set once backward ran without retain_graph (and freed what it saved)
+  bool saves_tensors = true;  // whether its backward holds saved tensors (else it is never released)
   std::unique_ptr<NodeMeta> meta;  // null for almost every node
 
   // Scratch state of one backward pass (run_backward), kept here instead of in hash maps: the

@@ -18,7 +18,17 @@ namespace ag {
 Tensor empty(const DimVector& shape, Options o = {});
 Tensor zeros(const DimVector& shape, Options o = {});
 Tensor ones(const DimVector& shape, Options o = {});
+// torch.full / libtorch's full: the dtype, unless given, is inferred from the value as PyTorch
+// does: float32 from a floating value, int64 from an integer (written exactly, all 64 bits),
+// bool from a bool.
 Tensor full(const DimVector& shape, double value, Options o = {});
+Tensor full(const DimVector& shape, bool value, Options o = {});
+Tensor full_int(const DimVector& shape, int64_t value, Options o);  // full with an integer value
+template <class I>
+  requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
+Tensor full(const DimVector& shape, I value, Options o = {}) {
+  return full_int(shape, static_cast<int64_t>(value), o);
+}
 // torch.arange: without a dtype, int64 if start, end and step are all integral, else float32 (C++
 // cannot tell 5.0 from 5 once converted, so arange(0.0, 5.0) is int64; give kFloat32 for floats).
 Tensor arange(double end, Options o = {});
@@ -386,5 +396,15 @@ inline Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
 inline Tensor& operator-=(Tensor& a, double b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
 inline Tensor& operator/=(Tensor& a, double b) { return a.div_(b); }
+// On a temporary view they write into the tensor it views, as libtorch's members and Python's
+// x[0] += t do: x[0] += t is x.select(0, 0).add_(t).
+inline Tensor& operator+=(Tensor&& a, const Tensor& b) { return a.add_(b); }
+inline Tensor& operator-=(Tensor&& a, const Tensor& b) { return a.sub_(b); }
+inline Tensor& operator*=(Tensor&& a, const Tensor& b) { return a.mul_(b); }
+inline Tensor& operator/=(Tensor&& a, const Tensor& b) { return a.div_(b); }
+inline Tensor& operator+=(Tensor&& a, double b) { return a.add_(b); }
+inline Tensor& operator-=(Tensor&& a, double b) { return a.sub_(b); }
+inline Tensor& operator*=(Tensor&& a, double b) { return a.mul_(b); }
+inline Tensor& operator/=(Tensor&& a, double b) { return a.div_(b); }
 
 }  // namespace ag

@@ -23,6 +23,9 @@ struct FreeBlock {
 
 // Zero-initialized and trivially destructible, so the fast path has no initialization guard.
 thread_local FreeBlock* tl_free[kClasses];
+// Bytes on this thread's lists (each block counted at its class's size), kept at most
+// kPoolThreadCacheBytes: a thread that frees what others made would otherwise keep all of it.
+thread_local std::size_t tl_cached = 0;
 // Set once this thread's lists were released at its exit: blocks freed later (static tensors
 // destroyed after thread-locals) go straight back to the system.
 thread_local bool tl_dead = false;
@@ -42,6 +45,7 @@ struct Reaper {
         raw_free(b);
       }
     }
+    tl_cached = 0;
     tl_dead = true;
   }
 };
@@ -54,6 +58,8 @@ struct Reaper {
 [[maybe_unused]] bool pooled(std::size_t bytes) { return bytes != 0 && bytes <= kPoolMaxBlock && !tl_dead; }
 
 }  // namespace
+
+std::size_t pool_cached_bytes() { return tl_cached; }
 
 bool pool_enabled() {
 #ifdef AG_POOL_OFF
@@ -69,6 +75,7 @@ void* pool_alloc(std::size_t bytes) {
     const std::size_t c = (bytes - 1) / kPoolGranule;
     if (FreeBlock* b = tl_free[c]) {
       tl_free[c] = b->next;
+      tl_cached -= (c + 1) * kPoolGranule;
       return b;
     }
     ensure_reaper();
@@ -82,11 +89,18 @@ void pool_free(void* p, std::size_t bytes) noexcept {
   if (!p) return;
 #ifndef AG_POOL_OFF
   if (pooled(bytes)) {
-    FreeBlock* b = static_cast<FreeBlock*>(p);
     const std::size_t c = (bytes - 1) / kPoolGranule;
-    b->next = tl_free[c];
-    tl_free[c] = b;
-    return;
+    const std::size_t size = (c + 1) * kPoolGranule;
+    if (tl_cached + size <= kPoolThreadCacheBytes) {
+      // A thread that only frees (a consumer) never allocated, so its lists' reaper may not exist
+      // yet; the first block of a class makes sure, so its lists are released when it exits.
+      if (!tl_free[c]) ensure_reaper();
+      FreeBlock* b = static_cast<FreeBlock*>(p);
+      b->next = tl_free[c];
+      tl_free[c] = b;
+      tl_cached += size;
+      return;
+    }
   }
 #else
   (void)bytes;

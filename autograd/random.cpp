@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
@@ -18,6 +19,12 @@ namespace ag {
 namespace {
 
 Generator& pick(Generator* g) { return g ? *g : default_generator(); }
+
+// Every function below holds its generator's mutex while it draws (generator.h). Tensors are
+// made before it is taken and wrapped after: the lock covers only the draws and nothing else is
+// locked inside it (no storage from the block cache), so fork()'s handlers, which take both
+// locks, cannot deadlock against a draw.
+using GenLock = std::lock_guard<std::mutex>;
 
 float from_bits(uint32_t b) {
   float f;
@@ -128,6 +135,7 @@ void random_from_to(const Tensor& t, int64_t low, int64_t high, Generator& g, co
   }
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   const std::vector<int64_t> offs = memory_order(t);
+  GenLock lock(g.mutex());
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* d = static_cast<T*>(t.impl()->storage->data);
     for (int64_t o : offs) {
@@ -236,6 +244,7 @@ Tensor& uniform_(Tensor& t, double from, double to, Generator* gen) {
   Generator& g = pick(gen);
   detail::begin_inplace(t, "uniform_", false);
   const std::vector<int64_t> offs = memory_order(t);
+  GenLock lock(g.mutex());
   dispatch_float(t.dtype(), "uniform_", [&]<typename T>() {
     T* p = static_cast<T*>(t.impl()->storage->data);
     if constexpr (std::is_same_v<T, float>) {
@@ -255,6 +264,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   if (!(std >= 0.0)) throw std::invalid_argument("[normal_] expects std >= 0.0, but found std " + std::to_string(std));
   Generator& g = pick(gen);
   detail::begin_inplace(t, "normal_", false);
+  GenLock lock(g.mutex());
   dispatch_float(t.dtype(), "normal_", [&]<typename T>() {
     T* base = static_cast<T*>(t.impl()->storage->data);
     const int64_t n = t.numel();
@@ -274,6 +284,7 @@ Tensor& bernoulli_(Tensor& t, double p, Generator* gen) {
   Generator& g = pick(gen);
   detail::begin_inplace(t, "bernoulli_", false);
   const std::vector<int64_t> offs = memory_order(t);
+  GenLock lock(g.mutex());
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* d = static_cast<T*>(t.impl()->storage->data);
     for (int64_t o : offs) d[o] = static_cast<T>(g.unit_double() < p ? 1 : 0);
@@ -318,9 +329,12 @@ Tensor randperm(int64_t n, Options o, Generator* gen) {
   Generator& g = pick(gen);
   std::vector<int64_t> r(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = i;
-  for (int64_t i = 0; i + 1 < n; ++i) {
-    const auto z = static_cast<int64_t>(g.random() % static_cast<uint64_t>(n - i));
-    std::swap(r[static_cast<std::size_t>(i)], r[static_cast<std::size_t>(i + z)]);
+  {
+    GenLock lock(g.mutex());
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      const auto z = static_cast<int64_t>(g.random() % static_cast<uint64_t>(n - i));
+      std::swap(r[static_cast<std::size_t>(i)], r[static_cast<std::size_t>(i + z)]);
+    }
   }
   return finish(from_vector(r, {n}, o.dtype_), o);
 }

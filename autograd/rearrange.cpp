@@ -123,7 +123,7 @@ Tensor repeat(const Tensor& t, const DimVector& sizes) {
     single.push_back(s);
     tiled.push_back(r);
     tiled.push_back(s);
-    merged.push_back(r * s);
+    merged.push_back(detail::checked_mul(r, s, "repeat"));
     repeat_axes.push_back(2 * i);
   }
   Tensor out;
@@ -150,7 +150,7 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
   if (split_size == 0 && n != 0) {
     shape_error("split", "split_size can only be 0 if dimension size is 0, but got dimension size of " + std::to_string(n));
   }
-  const int64_t parts = split_size == 0 ? 1 : std::max<int64_t>((n + split_size - 1) / split_size, 1);
+  const int64_t parts = split_size == 0 || n == 0 ? 1 : (n - 1) / split_size + 1;  // ceil(n / size), no overflow
   std::vector<int64_t> sizes;
   for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(split_size, n - i * split_size));
   // parts[i] = x.narrow(dim, i * size, size_i)  =>  dx = the parts' gradients side by side (SliceBackward0's rule each)
@@ -168,7 +168,7 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& split_siz
       shape_error("split", "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=" +
                                list_str(split_sizes));
     }
-    total += s;
+    total = s > n - total ? n + 1 : total + s;  // stops past n, never overflows
   }
   if (total != n) {
     shape_error("split", "split_with_sizes expects split_sizes to sum exactly to " + std::to_string(n) +
@@ -183,7 +183,7 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
   if (t.dim() == 0) shape_error("chunk", "chunk expects at least a 1-dimensional tensor");
   if (chunks <= 0) shape_error("chunk", "chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks));
   dim = wrap_dim(dim, t.dim(), "chunk", t.shape());
-  const int64_t n = t.shape()[dim], split_size = (n + chunks - 1) / chunks;
+  const int64_t n = t.shape()[dim], split_size = n == 0 ? 0 : (n - 1) / chunks + 1;
   // an empty dim gives `chunks` empty parts (split would give one), as in PyTorch
   if (n == 0) return split(t, std::vector<int64_t>(static_cast<std::size_t>(chunks), 0), dim);
   return split(t, split_size, dim);
@@ -218,7 +218,10 @@ Tensor unflatten(const Tensor& t, int64_t dim, const DimVector& sizes) {
       if (infer >= 0) shape_error("unflatten", "only one dimension can be inferred in sizes " + Size(sizes).str());
       infer = static_cast<int64_t>(i);
     } else {
-      known *= s[i];
+      if (s[i] < 0) {
+        shape_error("unflatten", "provided sizes " + Size(sizes).str() + " hold a negative size other than -1");
+      }
+      known = detail::checked_mul(known, s[i], "unflatten");
     }
   }
   if (infer >= 0 && known == 0) {
@@ -226,7 +229,7 @@ Tensor unflatten(const Tensor& t, int64_t dim, const DimVector& sizes) {
                                  " of size " + std::to_string(n) + ": with a 0 among the sizes it can be any value");
   }
   if (infer >= 0 && n % known == 0) s[static_cast<std::size_t>(infer)] = n / known;
-  if (Size(s).numel() != n || std::any_of(s.begin(), s.end(), [](int64_t v) { return v < 0; })) {
+  if (std::any_of(s.begin(), s.end(), [](int64_t v) { return v < 0; }) || detail::check_shape(Size(s), "unflatten") != n) {
     shape_error("unflatten", "provided sizes " + Size(sizes).str() + " don't multiply up to the size of dim " +
                                  std::to_string(dim) + " (" + std::to_string(n) + ") in the input tensor of shape " +
                                  t.shape().str());

@@ -240,7 +240,7 @@ void check_floating(const Tensor& t, const char* op, const char* what) {
 // var(x) = sum((x - mean)^2) / (n - c)  =>  dx = 2 / (n - c) * g * (x - mean(x))
 // (with n - c <= 0 the factor is inf or negative, as in PyTorch's var_backward)
 Tensor var_rule(const Tensor& gk, const Tensor& x, const DimVector& m, int64_t n, int64_t correction) {
-  return mul(mul(gk, 2.0 / static_cast<double>(n - correction)), sub(x, mean(x, dims_of(m), true)));
+  return mul(mul(gk, 2.0 / (static_cast<double>(n) - static_cast<double>(correction))), sub(x, mean(x, dims_of(m), true)));
 }
 
 Tensor var_std(const Tensor& t, const std::optional<DimVector>& dims, std::optional<int64_t> correction_opt, bool keepdim,

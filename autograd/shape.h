@@ -31,6 +31,8 @@ class Size {
   bool operator==(const Size& o) const { return dims_ == o.dims_; }
   bool operator!=(const Size& o) const { return dims_ != o.dims_; }
 
+  // The product of the dims. A tensor's shape was checked when it was made (detail::check_shape),
+  // so this cannot overflow for one; for a shape a user asked for, use check_shape instead.
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : dims_) n *= d;
@@ -44,8 +46,25 @@ class Size {
 
 std::ostream& operator<<(std::ostream& os, const Size& s);  // torch.Size([6, 3])
 
-// Row-major strides of a contiguous tensor of this shape.
+// Row-major strides of a contiguous tensor of this shape. With a zero dim the strides of the
+// dims before it may exceed int64 (zeros({0, 1LL << 62, 4})): they wrap, as PyTorch's do.
 Strides contiguous_strides(const Size& shape);
+
+namespace detail {
+// The one checked helper for shape arithmetic: every op that computes a shape, a numel, a byte
+// size or a view's strides and offset from numbers a user gave goes through these, so a huge or
+// negative size is an exception naming the op, never a wrapped number.
+// a * b and a + b, or std::length_error "[op] ... integer multiplication overflow" (PyTorch's words).
+int64_t checked_mul(int64_t a, int64_t b, const char* op);
+int64_t checked_add(int64_t a, int64_t b, const char* op);
+// A shape a new tensor or view is to have: at most 64 dims, none negative ("Trying to create
+// tensor with negative dimension -2: [-2]"), numel within int64 ("numel: integer multiplication
+// overflow"). Returns numel.
+int64_t check_shape(const Size& shape, const char* op);
+// check_shape, and the bytes of numel elements of `element_size` within what one allocation can
+// have ("Storage size calculation overflowed with sizes=[...]"). Returns the byte count.
+std::size_t check_alloc(const Size& shape, std::size_t element_size, const char* op);
+}  // namespace detail
 
 // Wraps a possibly negative dim into [0, ndim); throws "[op] dim d out of range for a tensor of
 // shape [...]" otherwise. ndim 0 tensors accept dims -1 and 0, as in PyTorch.

@@ -4,7 +4,14 @@
 // 4 KiB come from the per-thread free lists of pool.h instead.
 #include "autograd/storage.h"
 
+#include <pthread.h>
+#include <sys/sysinfo.h>
+
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -48,10 +55,61 @@ bool cache_usable() {
   return constructed && g_cache_alive;
 }
 
+// fork() copies only the forking thread: a thread holding the cache's lock in the parent would
+// leave the child's copy locked for good. The fork waits for the lock (held for a map operation
+// only, nothing taken inside it) and both sides unlock their copy.
+bool g_locked_for_fork = false;
+void lock_cache_before_fork() {
+  if (!cache_usable()) return;
+  cache().mu.lock();
+  g_locked_for_fork = true;
+}
+void unlock_cache_after_fork() {
+  if (!g_locked_for_fork) return;
+  g_locked_for_fork = false;
+  cache().mu.unlock();
+}
+// Registered while the program starts, before any thread of its own can fork.
+[[maybe_unused]] const bool g_fork_handlers =
+    (pthread_atfork(lock_cache_before_fork, unlock_cache_after_fork, unlock_cache_after_fork), true);
+
+std::size_t machine_memory() {
+  struct sysinfo si {};
+  if (sysinfo(&si) != 0) return SIZE_MAX;
+  return (static_cast<std::size_t>(si.totalram) + si.totalswap) * si.mem_unit;
+}
+
+std::atomic<std::size_t> g_max_alloc{0};  // 0: not yet read
+
+[[noreturn]] void cannot_allocate(std::size_t n) {
+  throw std::runtime_error("DefaultCPUAllocator: can't allocate memory: you tried to allocate " + std::to_string(n) +
+                           " bytes. Error code 12 (Cannot allocate memory)");
+}
+
 }  // namespace
 
+std::size_t detail::max_alloc_bytes() {
+  std::size_t m = g_max_alloc.load(std::memory_order_relaxed);
+  if (m == 0) {
+    m = machine_memory();
+    g_max_alloc.store(m, std::memory_order_relaxed);
+  }
+  return m;
+}
+
+void detail::set_max_alloc_bytes(std::size_t bytes) { g_max_alloc.store(bytes == 0 ? machine_memory() : bytes); }
+
+// The data of every empty storage: never read or written, but not null, so a view of an empty
+// tensor at an offset (zeros({0, 100}).narrow(1, 99, 1)) adds its offset to a real address (null
+// plus an offset is undefined behaviour, even when nothing is dereferenced).
+alignas(64) static char g_empty_block[64];
+
 Storage::Storage(std::size_t n) : nbytes(n) {
-  if (n == 0) return;
+  if (n == 0) {
+    data = g_empty_block;
+    return;
+  }
+  if (n > detail::max_alloc_bytes()) cannot_allocate(n);
   if (n <= detail::kPoolMaxBlock) {  // small buffers: the per-thread free lists
     data = detail::pool_alloc(n);
     return;
@@ -69,11 +127,11 @@ Storage::Storage(std::size_t n) : nbytes(n) {
     }
   }
   data = std::aligned_alloc(64, rounded);
-  if (!data) throw std::bad_alloc();
+  if (!data) cannot_allocate(n);
 }
 
 Storage::~Storage() {
-  if (!data) return;
+  if (!data || nbytes == 0) return;
   if (nbytes <= detail::kPoolMaxBlock) {
     detail::pool_free(data, nbytes);
     return;

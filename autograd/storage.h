@@ -20,4 +20,13 @@ struct Storage {
   uint64_t version = 0;
 };
 
+namespace detail {
+// The largest allocation a Storage attempts: by default the machine's memory plus swap, which is
+// what Linux's default overcommit heuristic refuses beyond, so a request PyTorch gets "can't
+// allocate memory" for is refused here too, with PyTorch's words, before malloc sees it (under
+// AddressSanitizer an oversized malloc would abort instead). The fuzzer lowers it.
+std::size_t max_alloc_bytes();
+void set_max_alloc_bytes(std::size_t bytes);
+}  // namespace detail
+
 }  // namespace ag

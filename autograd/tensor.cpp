@@ -15,22 +15,14 @@ namespace ag {
 
 namespace detail {
 
-static void check_rank(const Size& shape) {
-  if (shape.size() > 64) throw std::invalid_argument("[tensor] at most 64 dims are supported, got " + std::to_string(shape.size()));
-  for (int64_t d : shape)
-    if (d < 0) throw std::invalid_argument("[tensor] negative dimension in shape " + shape.str());
+Tensor make_tensor(const Size& shape, DType dtype, const char* op) {
+  const std::size_t bytes = check_alloc(shape, element_size(dtype), op);
+  return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(bytes), shape, contiguous_strides(shape), 0, dtype));
 }
 
-Tensor make_tensor(const Size& shape, DType dtype) {
-  check_rank(shape);
-  return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype)),
-                                        shape, contiguous_strides(shape), 0, dtype));
-}
-
-Tensor make_tensor(const Size& shape, const Strides& strides, DType dtype) {
-  check_rank(shape);
-  return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(static_cast<std::size_t>(shape.numel()) * element_size(dtype)),
-                                        shape, strides, 0, dtype));
+Tensor make_tensor(const Size& shape, const Strides& strides, DType dtype, const char* op) {
+  const std::size_t bytes = check_alloc(shape, element_size(dtype), op);
+  return Tensor(make_pooled<TensorImpl>(make_pooled<Storage>(bytes), shape, strides, 0, dtype));
 }
 
 // Dense: the elements fill their storage span with no gap or overlap, in some order of the dims.
@@ -100,7 +92,7 @@ Strides elementwise_strides(const Size& shape, std::initializer_list<const Tenso
 }
 
 Tensor alias(const Tensor& t, Size shape, Strides strides, int64_t offset) {
-  check_rank(shape);
+  check_shape(shape, "view");
   return Tensor(make_pooled<TensorImpl>(t.impl()->storage, std::move(shape), std::move(strides), offset, t.dtype()));
 }
 
@@ -125,8 +117,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
       TD* pd = static_cast<TD*>(dst.impl()->storage->data);
       const TS* ps = static_cast<const TS*>(src.impl()->storage->data);
       auto put = [&](const std::array<int64_t, 2>& o) {
-        if constexpr (std::is_same_v<TD, uint8_t>) pd[o[0]] = ps[o[1]] != TS(0);
-        else pd[o[0]] = static_cast<TD>(ps[o[1]]);
+        pd[o[0]] = convert_element<TD>(ps[o[1]]);
       };
       // in dst's memory order: a transposed copy of a transposed src is one stream too
       walk_in_memory_order<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()}, put);
@@ -145,7 +136,32 @@ void shape_error(const char* op, const std::string& what) {
 
 }  // namespace detail
 
+void Tensor::set_grad(const Tensor& g) const {
+  TensorImpl& self = const_cast<TensorImpl&>(checked("set_grad"));
+  if (g.defined()) {
+    if (g.impl() == &self) throw std::invalid_argument("[set_grad] can't assign Variable as its own grad");
+    if (g.dtype() != self.dtype) {
+      throw std::invalid_argument("[set_grad] assigned grad has data of a different type: the tensor is " +
+                                  dtype_name(self.dtype) + ", the gradient " + dtype_name(g.dtype()));
+    }
+    if (g.shape() != self.shape) {
+      throw std::invalid_argument("[set_grad] assigned grad has data of a different size: the tensor has shape " +
+                                  self.shape.str() + ", the gradient " + g.shape().str());
+    }
+  }
+  self.grad = g.impl_;
+}
+
+int64_t Tensor::no_dims_check(const TensorImpl& i, int64_t d, const char* op) {
+  if (i.shape.size() == 0) {
+    throw std::out_of_range(std::string("[") + op + "] Dimension specified as " + std::to_string(d) +
+                            " but tensor has no dimensions");
+  }
+  return i.shape.size();
+}
+
 bool Tensor::is_contiguous() const {
+  checked("is_contiguous");
   if (numel() == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
   int64_t expected = 1;
   for (int64_t i = dim() - 1; i >= 0; --i) {
@@ -167,7 +183,7 @@ static constexpr DType dtype_of() {
 
 template <class T>
 T* Tensor::data_ptr() const {
-  if (dtype_of<T>() != dtype()) {
+  if (dtype_of<T>() != checked("data_ptr").dtype) {
     throw std::invalid_argument("[data_ptr] requested " + dtype_name(dtype_of<T>()) + " from a tensor of dtype " +
                                 dtype_name(impl_->dtype));
   }
@@ -180,12 +196,12 @@ template uint8_t* Tensor::data_ptr<uint8_t>() const;
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  std::vector<T> out(static_cast<std::size_t>(numel()));
+  std::vector<T> out(static_cast<std::size_t>(checked("to_vector").shape.numel()));
   dispatch_all(dtype(), [&]<typename S>() {
     const S* p = static_cast<const S*>(impl_->storage->data);
     std::size_t i = 0;
     detail::walk<1>(shape(), {&strides()}, {storage_offset()},
-                    [&](const std::array<int64_t, 1>& o) { out[i++] = static_cast<T>(p[o[0]]); });
+                    [&](const std::array<int64_t, 1>& o) { out[i++] = detail::convert_element<T>(p[o[0]]); });
   });
   return out;
 }
@@ -195,7 +211,7 @@ template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 
 double Tensor::item() const {
-  if (numel() != 1) {
+  if (checked("item").shape.numel() != 1) {
     throw std::invalid_argument("[item] a Tensor with " + std::to_string(numel()) +
                                 " elements cannot be converted to a scalar (shape " + shape().str() + ")");
   }
@@ -203,8 +219,13 @@ double Tensor::item() const {
 }
 
 Tensor& Tensor::requires_grad_(bool r) {
-  if (!is_leaf()) {
-    throw std::runtime_error("[requires_grad_] you can only change requires_grad flags of leaf tensors");
+  checked("requires_grad_");
+  if (checked("requires_grad_").grad_fn) {
+    // a non-leaf requires grad already: asking for it again is a no-op, as in PyTorch
+    if (r) return *this;
+    throw std::runtime_error("[requires_grad_] you can only change requires_grad flags of leaf variables. If you want "
+                             "to use a computed variable in a subgraph that doesn't require differentiation use "
+                             "var_no_grad = var.detach().");
   }
   if (r && !is_floating_point()) {
     throw std::invalid_argument("[requires_grad_] only floating point tensors can require gradients, got " +
@@ -229,6 +250,7 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const { return ag::transpose(*thi
 Tensor Tensor::permute(const DimVector& d) const { return ag::permute(*this, d); }
 Tensor Tensor::t() const { return ag::t(*this); }
 Tensor Tensor::T() const {
+  checked("T");
   std::vector<int64_t> d;
   for (int64_t i = dim() - 1; i >= 0; --i) d.push_back(i);
   return ag::permute(*this, d);

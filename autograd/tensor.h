@@ -59,6 +59,9 @@ struct TensorImpl {
   // later modified in place, the view's history is stale and using it in a graph is an error.
   bool is_view = false;
   uint64_t view_version = 0;
+  // A view's root base: the tensor its chain of views started from (null for a tensor that is no
+  // view). An in-place write through the view rewrites the base's history (CopySlices).
+  std::shared_ptr<TensorImpl> view_base;
 
   // set by nn: a Parameter prints "Parameter containing:", and its name appears in graphs
   bool is_parameter = false;
@@ -81,6 +84,18 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  ~Tensor() = default;
+  // Assigning to a named tensor rebinds the handle, as in libtorch.
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  // Assigning to a temporary writes into the tensor it views, as libtorch's Tensor::operator= &&
+  // and Python's x[0] = t do: x[0] = t is x.select(0, 0).copy_(t), x.narrow(1, 0, 2) = 2.5 is
+  // .fill_(2.5). In a graph it records CopySlices on x, as PyTorch does.
+  Tensor& operator=(const Tensor& src) &&;
+  Tensor& operator=(Tensor&& src) &&;
+  Tensor& operator=(double value) &&;
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }
@@ -89,13 +104,18 @@ class Tensor {
   // ---- layout ----
   const Size& shape() const { return checked("shape").shape; }
   const Size& sizes() const { return checked("sizes").shape; }
-  int64_t size(int64_t d) const { return checked("size").shape[wrap_dim(d, dim(), "size", impl_->shape)]; }
+  // A 0-dim tensor has no size or stride to give: IndexError "Dimension specified as 0 but tensor
+  // has no dimensions" in PyTorch, std::out_of_range here.
+  int64_t size(int64_t d) const {
+    const TensorImpl& i = checked("size");
+    return i.shape[wrap_dim(d, no_dims_check(i, d, "size"), "size", i.shape)];
+  }
   int64_t dim() const { return checked("dim").shape.size(); }
   int64_t numel() const { return checked("numel").shape.numel(); }
   const Strides& strides() const { return checked("strides").strides; }
   int64_t stride(int64_t d) const {
     const TensorImpl& i = checked("stride");
-    return i.strides[static_cast<std::size_t>(wrap_dim(d, dim(), "stride", i.shape))];
+    return i.strides[static_cast<std::size_t>(wrap_dim(d, no_dims_check(i, d, "stride"), "stride", i.shape))];
   }
   int64_t storage_offset() const { return checked("storage_offset").offset; }
   DType dtype() const { return checked("dtype").dtype; }
@@ -116,8 +136,10 @@ class Tensor {
   Tensor& requires_grad_(bool r = true);
   bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
   Tensor grad() const { return Tensor(checked("grad").grad); }
-  // t.set_grad({}) is PyTorch's t.grad = None: the next backward starts a fresh gradient.
-  void set_grad(const Tensor& g) const { const_cast<TensorImpl&>(checked("set_grad")).grad = g.impl_; }
+  // PyTorch's t.grad = g: g must have t's shape and dtype ("assigned grad has data of a different
+  // size" / "... type", std::invalid_argument otherwise), and must not be t itself. t.set_grad({})
+  // is t.grad = None: the next backward starts a fresh gradient.
+  void set_grad(const Tensor& g) const;
   const std::shared_ptr<Node>& grad_fn() const { return checked("grad_fn").grad_fn; }
   int64_t output_nr() const { return checked("output_nr").output_nr; }
   // A non-leaf keeps its gradient in .grad after backward (summed over backward calls, as a
@@ -230,10 +252,11 @@ class Tensor {
   Tensor unflatten(int64_t dim, const DimVector& sizes) const;
 
   // ---- in place (bump the storage version) ----
-  // zero_, fill_, copy_ are data updates (refused on a tensor that requires grad outside
-  // NoGradGuard). masked_fill_ and the arithmetic ones are differentiable as in PyTorch: on a
-  // non-leaf (or with an operand that requires grad) they record their out-of-place op's node.
-  // A leaf that requires grad is refused outside NoGradGuard, as in PyTorch.
+  // All are differentiable as in PyTorch: on a non-leaf (or with an operand that requires grad)
+  // the arithmetic ones and masked_fill_ record their out-of-place op's node, zero_, fill_ and
+  // copy_ ZeroBackward0, FillBackward2 and CopyBackwards. Through a view of a tensor in a graph,
+  // the base records CopySlices and the view AsStridedBackward0. A leaf that requires grad, or a
+  // view of one, is refused outside NoGradGuard, as in PyTorch.
   Tensor& masked_fill_(const Tensor& mask, double value);
   Tensor& zero_();
   Tensor& fill_(double value);
@@ -254,6 +277,8 @@ class Tensor {
     if (!impl_) detail::undefined_tensor(op);
     return *impl_;
   }
+  // The tensor's dim count, or the error for a 0-dim tensor asked for dim d's size or stride.
+  static int64_t no_dims_check(const TensorImpl& i, int64_t d, const char* op);
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -18,6 +18,7 @@ static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t of
   Tensor v = detail::alias(t, std::move(shape), std::move(strides), offset);
   v.impl()->is_view = true;
   v.impl()->view_version = t.impl()->storage->version;
+  v.impl()->view_base = t.impl()->view_base ? t.impl()->view_base : t.impl_ptr();
   if (needs_grad(t)) record(v, name, {t}, std::move(fn));
   return v;
 }
@@ -33,7 +34,7 @@ static Size infer_shape(const DimVector& req, int64_t numel, const char* op, con
     } else if (s[i] < 0) {
       shape_error(op, "invalid shape dimension " + std::to_string(s[i]) + " in " + s.str());
     } else {
-      known *= s[i];
+      known = detail::checked_mul(known, s[i], op);
     }
   }
   if (infer >= 0) {
@@ -42,7 +43,7 @@ static Size infer_shape(const DimVector& req, int64_t numel, const char* op, con
     }
     s[infer] = numel / known;
   }
-  if (s.numel() != numel) shape_error(op, "shape " + s.str() + " is invalid for input of shape " + from.str());
+  if (detail::check_shape(s, op) != numel) shape_error(op, "shape " + s.str() + " is invalid for input of shape " + from.str());
   return s;
 }
 
@@ -207,6 +208,10 @@ Tensor expand(const Tensor& t, const DimVector& shape) {
       if (j < 0) shape_error("expand", "-1 is not allowed in a leading, non-existing dimension: " + Size(shape).str());
       s[i] = have;
     }
+    if (s[i] < 0) {
+      shape_error("expand", "the expanded size " + std::to_string(s[i]) + " is invalid (sizes are non-negative, or -1 "
+                            "to keep a dim): cannot expand shape " + t.shape().str() + " to " + Size(shape).str());
+    }
     if (j >= 0 && have == s[i]) st[static_cast<std::size_t>(i)] = t.strides()[static_cast<std::size_t>(j)];
     else if (have != 1) {
       shape_error("expand", "the expanded size " + std::to_string(s[i]) + " must match the existing size " +
@@ -214,6 +219,7 @@ Tensor expand(const Tensor& t, const DimVector& shape) {
                                 ": cannot expand shape " + t.shape().str() + " to " + Size(shape).str());
     }
   }
+  detail::check_shape(s, "expand");
   // y = t.expand(s)  =>  dt = dy summed over the broadcast dims
   return make_view(t, s, st, t.storage_offset(), "ExpandBackward0",
                    [from = t.shape()](const Tensor& g) -> Grads { return {sum_to(g, from)}; });
@@ -240,9 +246,10 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::op
   e = std::clamp<int64_t>(e, b, n);
   Size s = t.shape();
   Strides st = t.strides();
-  s[dim] = (e - b + step - 1) / step;
-  const int64_t off = t.storage_offset() + b * st[static_cast<std::size_t>(dim)];
-  st[static_cast<std::size_t>(dim)] *= step;
+  s[dim] = e == b ? 0 : (e - b - 1) / step + 1;  // ceil((e - b) / step) without overflow for a huge step
+  const int64_t off = t.storage_offset() + b * st[static_cast<std::size_t>(dim)];  // within the tensor's span
+  // the new stride only matters past the first element, where it lies within the span too
+  if (s[dim] > 1) st[static_cast<std::size_t>(dim)] = detail::checked_mul(st[static_cast<std::size_t>(dim)], step, "slice");
   // y = t[b:e:step] along dim  =>  dt = zeros with dt[b:e:step] = dy, i.e.
   //   dt = index_add(zeros like t, dim, arange(b, e, step), dy)
   return make_view(t, s, st, off, "SliceBackward0", [from = t.shape(), dim, b, e, step](const Tensor& g) -> Grads {
@@ -257,10 +264,15 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   if (t.dim() == 0) shape_error("narrow", "cannot narrow a 0-dim tensor");
   const int64_t d = wrap_dim(dim, t.dim(), "narrow", t.shape());
   const int64_t n = t.shape()[d];
+  if (start < -n || start > n) {
+    throw std::out_of_range("[narrow] start out of range (expected to be in range of [" + std::to_string(-n) + ", " +
+                            std::to_string(n) + "], but got " + std::to_string(start) + ") for shape " + t.shape().str());
+  }
   if (start < 0) start += n;
-  if (start < 0 || length < 0 || start + length > n) {
-    shape_error("narrow", "start " + std::to_string(start) + " + length " + std::to_string(length) +
-                              " exceeds dimension size " + std::to_string(n) + " of shape " + t.shape().str());
+  if (length < 0) shape_error("narrow", "narrow(): length must be non-negative, got " + std::to_string(length));
+  if (length > n - start) {  // start + length > n, without overflow
+    shape_error("narrow", "start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
+                              ") exceeds dimension size (" + std::to_string(n) + ") of shape " + t.shape().str());
   }
   return slice(t, d, start, start + length, 1);
 }

@@ -73,6 +73,10 @@ std::string LayerNorm::extra_repr() const {
   return s + "), eps=" + py_float_repr(eps) + ", elementwise_affine=" + bool_str(weight.defined());
 }
 
+Sequential::Sequential(std::initializer_list<SequentialItem> modules) : Module("Sequential") {
+  for (const SequentialItem& m : modules) push_back(m.module());
+}
+
 Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : Module("Sequential") {
   for (auto& m : modules) push_back(std::move(m));
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <concepts>
+#include <initializer_list>
 #include <memory>
 #include <type_traits>
 #include <typeinfo>
@@ -66,21 +67,36 @@ concept ModuleValue = std::derived_from<A, Module> && std::same_as<A, std::remov
 template <class A>
 concept ModulePtr = std::is_convertible_v<std::remove_cvref_t<A>, std::shared_ptr<Module>>;
 
-// Children named "0", "1", ...; forward chains them. Built from modules by value,
-//   Sequential seq(Linear(4, 8), ReLU(), Linear(8, 2));
-// each moved into a shared_ptr of its own type (shared_ptrs may be mixed in), or from a vector of
-// shared_ptrs, Sequential({std::make_shared<Linear>(4, 8), ...}). A lone Sequential argument is
-// not nested but is the new Sequential (C++ copy elision); nest with push_back.
+// One element of Sequential{...}: a module by value (moved into a shared_ptr of its own type) or
+// a shared_ptr to one. An lvalue module is neither copied nor stolen: it does not convert.
+class SequentialItem {
+ public:
+  template <class M>
+    requires ModuleValue<M>
+  SequentialItem(M&& m) : module_(std::make_shared<M>(std::move(m))) {}  // NOLINT: converts implicitly
+  template <class P>
+    requires(ModulePtr<P> && !ModuleValue<std::remove_cvref_t<P>>)
+  SequentialItem(P&& p) : module_(std::forward<P>(p)) {}  // NOLINT: converts implicitly
+  const std::shared_ptr<Module>& module() const { return module_; }
+
+ private:
+  std::shared_ptr<Module> module_;
+};
+
+// Children named "0", "1", ...; forward chains them. Built from a braced list of modules,
+//   Sequential seq{Linear(4, 8), ReLU(), Linear(8, 2)};
+// by value (each moved into a shared_ptr of its own type) or as shared_ptrs, or from a vector of
+// shared_ptrs. Braces, not parentheses: the modules of a braced list are built in the order they
+// are written, so after manual_seed(0) their weights are PyTorch's. The arguments of a call are
+// built in an order the compiler picks (GCC: right to left), so Sequential(Linear(...), ReLU(),
+// Linear(...)) would draw the last layer's weights first; that form does not compile (nor does
+// make_shared<Sequential>(a, b): write make_shared<Sequential>(Sequential{a, b})). A Sequential
+// in the list is nested as a child, as in PyTorch.
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
+  Sequential(std::initializer_list<SequentialItem> modules);
   explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
-  // At least one by value: all shared_ptrs take the vector form (else {a, b} would be ambiguous).
-  template <class... Ms>
-    requires(((ModuleValue<Ms> || ModulePtr<Ms>) && ...) && (ModuleValue<Ms> || ...))
-  explicit Sequential(Ms&&... modules) : Module("Sequential") {
-    (push_back(std::forward<Ms>(modules)), ...);
-  }
   void push_back(std::shared_ptr<Module> m);
   template <ModuleValue M>  // moved into a new shared_ptr<M>
   void push_back(M&& m) {

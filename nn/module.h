@@ -35,7 +35,7 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   // Movable, so a module built as a value can be moved into a container
-  // (Sequential(Linear(4, 8), ReLU())); the moved-from module is left empty.
+  // (Sequential{Linear(4, 8), ReLU()}); the moved-from module is left empty.
   Module(Module&&) = default;
 
   // Single-input modules override this; Sequential chains it.

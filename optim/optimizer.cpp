@@ -13,9 +13,17 @@ void require(bool ok, const std::string& msg) {
   if (!ok) throw std::invalid_argument(msg);
 }
 
-// The parameter, its gradient and a state tensor as raw contiguous arrays.
+// The parameter, its gradient and a state tensor as raw contiguous arrays. Every step loops over
+// the parameter's numel with the gradient beside it, so a gradient of another shape or dtype
+// (set_grad refuses one, but a .grad written through impl() is not checked) is an error before
+// the loop, never a read past its buffer.
 template <class T>
-T* raw(const Tensor& t, const char* who) {
+T* raw(const Tensor& t, const Tensor& param, const char* who) {
+  if (t.dtype() != param.dtype() || t.shape() != param.shape()) {
+    throw std::invalid_argument(std::string("[") + who + "] the gradient (" + dtype_name(t.dtype()) + ", shape " +
+                                t.shape().str() + ") does not match its parameter (" + dtype_name(param.dtype()) +
+                                ", shape " + param.shape().str() + ")");
+  }
   if (!t.is_contiguous()) throw std::invalid_argument(std::string("[") + who + "] expects contiguous parameters and gradients");
   return t.data_ptr<T>();
 }
@@ -66,8 +74,8 @@ void SGD::step() {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     dispatch_float(p.dtype(), "SGD", [&]<typename T>() {
-      T* pp = raw<T>(p, "SGD");
-      const T* pg = raw<T>(g, "SGD");
+      T* pp = raw<T>(p, p, "SGD");
+      const T* pg = raw<T>(g, p, "SGD");
       const int64_t n = p.numel();
       const T wd = static_cast<T>(opt_.weight_decay), mom = static_cast<T>(opt_.momentum);
       const T keep = static_cast<T>(1.0 - opt_.dampening), lr = static_cast<T>(lr_);
@@ -140,8 +148,8 @@ void Adam::step() {
       if (opt_.amsgrad) max_exp_avg_sq_[i] = zeros(p.shape().vec(), p.dtype());
     }
     dispatch_float(p.dtype(), decoupled_ ? "AdamW" : "Adam", [&]<typename T>() {
-      T* pp = raw<T>(p, "Adam");
-      const T* pg = raw<T>(g, "Adam");
+      T* pp = raw<T>(p, p, "Adam");
+      const T* pg = raw<T>(g, p, "Adam");
       T* m = exp_avg_[i].data_ptr<T>();
       T* v = exp_avg_sq_[i].data_ptr<T>();
       T* vmax = opt_.amsgrad ? max_exp_avg_sq_[i].data_ptr<T>() : nullptr;
@@ -205,8 +213,8 @@ void RMSprop::step() {
     // created when momentum first turns positive (PyTorch creates it at the first step)
     if (use_momentum && !momentum_buffer_[i].defined()) momentum_buffer_[i] = zeros(p.shape().vec(), p.dtype());
     dispatch_float(p.dtype(), "RMSprop", [&]<typename T>() {
-      T* pp = raw<T>(p, "RMSprop");
-      const T* pg = raw<T>(g, "RMSprop");
+      T* pp = raw<T>(p, p, "RMSprop");
+      const T* pg = raw<T>(g, p, "RMSprop");
       T* v = square_avg_[i].data_ptr<T>();
       T* a = opt_.centered ? grad_avg_[i].data_ptr<T>() : nullptr;
       T* buf = use_momentum ? momentum_buffer_[i].data_ptr<T>() : nullptr;
@@ -256,8 +264,8 @@ void Adagrad::step() {
     if (!g.defined()) continue;
     const double clr = lr_ / (1 + static_cast<double>(++step_[i] - 1) * opt_.lr_decay);
     dispatch_float(p.dtype(), "Adagrad", [&]<typename T>() {
-      T* pp = raw<T>(p, "Adagrad");
-      const T* pg = raw<T>(g, "Adagrad");
+      T* pp = raw<T>(p, p, "Adagrad");
+      const T* pg = raw<T>(g, p, "Adagrad");
       T* sum = sum_[i].data_ptr<T>();
       const T wd = static_cast<T>(opt_.weight_decay), eps = static_cast<T>(opt_.eps), neg_clr = static_cast<T>(-clr);
       const int64_t n = p.numel();

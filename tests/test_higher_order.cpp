@@ -184,8 +184,10 @@ TEST(Grad, ErrorsAsPyTorchGivesThem) {
   Tensor y = sum(exp(x));
   grad({y}, {x});
   EXPECT_EQ(error_of([&] { grad({y}, {x}); }),
-            "[backward] trying to backward through the graph a second time (SumBackward0 was already freed). Specify "
-            "retain_graph=true on the first backward call if you need to backward twice");
+            "[backward] Trying to backward through the graph a second time (or directly access saved tensors after "
+            "they have already been freed): ExpBackward0's saved tensors were freed. Saved intermediate values of the "
+            "graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=true on the first "
+            "backward call if you need to backward through the graph a second time");
 }
 
 TEST(Grad, RunsOnlyTheNodesThatLeadToTheInputs) {
@@ -214,8 +216,8 @@ TEST(Grad, AFreedGraphIsAnErrorNeverAMissingPath) {
     grad({sum(h * h) + sum(x)}, {x});
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("trying to backward through the graph a second time (TanhBackward0 was already "
-                                         "freed)"),
+    EXPECT_NE(std::string(e.what()).find("Trying to backward through the graph a second time (or directly access saved "
+                                         "tensors after they have already been freed): TanhBackward0's saved tensors"),
               std::string::npos)
         << e.what();
   }

@@ -59,13 +59,13 @@ struct Block : Module {
   Block() : Module("Block") {
     register_module("attn", std::make_shared<Attn>());
     register_module("norm", std::make_shared<BatchNorm1d>(4));
-    auto mlp = register_module("mlp", std::make_shared<Sequential>(Linear(4, 8), GELU(), Linear(8, 4)));
+    auto mlp = register_module("mlp", std::make_shared<Sequential>(Sequential{Linear(4, 8), GELU(), Linear(8, 4)}));
     register_module("mlp_again", mlp);  // the same module twice
   }
 };
 struct NestedModel : Module {
   NestedModel() : Module("NestedModel") {
-    register_module("blocks", std::make_shared<Sequential>(Block(), Block()));
+    register_module("blocks", std::make_shared<Sequential>(Sequential{Block(), Block()}));
     register_module("head", std::make_shared<Linear>(4, 2));
   }
 };
@@ -252,9 +252,9 @@ TEST(ActivationsGolden, OutputsAndReprsMatchPyTorch) {
 
 TEST(ReprGolden, SequentialOfTheNewModulesPrintsLikePyTorch) {
   const json& r = golden_data().at("reprs");
-  Sequential seq(Linear(4, 8), BatchNorm1d(8), ReLU(), GELU(), GELU("tanh"), Tanh(), Sigmoid(), Softmax(1), Softmax(),
+  Sequential seq{Linear(4, 8), BatchNorm1d(8), ReLU(), GELU(), GELU("tanh"), Tanh(), Sigmoid(), Softmax(1), Softmax(),
                  Identity(), BatchNorm1d(8, 1e-3, std::nullopt, false, false),
-                 Sequential(BatchNorm1d(8, 1e-5, 0.2), Identity()));
+                 Sequential{BatchNorm1d(8, 1e-5, 0.2), Identity()}};
   EXPECT_EQ(seq.repr(), r.at("sequential").get<std::string>());
   EXPECT_EQ(BatchNorm1d(4).repr(), r.at("batchnorm_default").get<std::string>());
   EXPECT_EQ(BatchNorm1d(16, 0.001, 0.01, false).repr(), r.at("batchnorm_options").get<std::string>());
@@ -298,16 +298,20 @@ TEST(LossModules, PrintLikePyTorchAndCallTheFunctionalLossWithTheirOptions) {
 // ---------------------------------------------------------------- Sequential from values
 
 static_assert(!std::is_copy_constructible_v<Module> && !std::is_copy_constructible_v<Linear>);
-static_assert(std::is_constructible_v<Sequential, Linear&&, ReLU&&>);
-static_assert(std::is_constructible_v<Sequential, std::shared_ptr<Linear>, Tanh&&>);
-static_assert(!std::is_constructible_v<Sequential, Linear&>, "an lvalue module is not copied or stolen");
+// Sequential(a, b) would build b before a under GCC (call arguments are evaluated in an unspecified
+// order): only the braced form, evaluated left to right, compiles.
+static_assert(!std::is_constructible_v<Sequential, Linear&&, ReLU&&>);
+static_assert(!std::is_constructible_v<Sequential, std::shared_ptr<Linear>, Tanh&&>);
+static_assert(std::is_constructible_v<Sequential, std::initializer_list<SequentialItem>>);
+static_assert(!std::is_convertible_v<Linear&, SequentialItem>, "an lvalue module is not copied or stolen");
+static_assert(std::is_convertible_v<Linear&&, SequentialItem> && std::is_convertible_v<std::shared_ptr<Linear>, SequentialItem>);
 
 TEST(Sequential, TakesModulesByValueAndSharedPtrs) {
   manual_seed(0);
   auto shared = std::make_shared<Linear>(8, 2);
   Linear first(4, 8);
   const Tensor first_weight = first.weight;
-  Sequential seq(std::move(first), ReLU(), shared);
+  Sequential seq{std::move(first), ReLU(), shared};
   ASSERT_EQ(seq.size(), 3u);
   EXPECT_EQ(seq[2], shared);  // a shared_ptr is kept, not copied
   auto* lin = dynamic_cast<Linear*>(seq[0].get());
@@ -325,7 +329,7 @@ TEST(Sequential, TakesModulesByValueAndSharedPtrs) {
 }
 
 TEST(Sequential, AtGivesTheModuleAsItsOwnTypeAndIndexingPastTheEndThrows) {
-  Sequential model(Linear(3, 1), Flatten(0, 1));
+  Sequential model{Linear(3, 1), Flatten(0, 1)};
   Linear& linear_layer = model.at<Linear>(0);  // PyTorch's model[0].weight is model.at<Linear>(0).weight
   EXPECT_EQ(&linear_layer, model[0].get());
   EXPECT_EQ(linear_layer.weight.impl(), model.parameters()[0].impl());

@@ -138,7 +138,9 @@ TEST(Memory, TenThousandTrainingStepsKeepMemoryFlatAndFreeEveryGraph) {
   std::printf("RSS after warm-up %ld KiB, after 10,000 steps %ld KiB (%+.2f%%); live nodes %lld\n", rss_warm, rss_end,
               100.0 * static_cast<double>(rss_end - rss_warm) / static_cast<double>(rss_warm), static_cast<long long>(nodes_warm));
   EXPECT_TRUE(nodes_flat) << "graph nodes accumulate across steps";
-  EXPECT_LE(nodes_warm, 1);  // only the current loss's (released) root is alive between steps
+  // only the current loss's nodes above the first that saved tensors (they keep their edges, so a
+  // second backward may run them, as in PyTorch) are alive between steps
+  EXPECT_LE(nodes_warm, 16);
 #if defined(__SANITIZE_ADDRESS__)
   std::printf("(RSS not checked: ASan keeps freed memory in quarantine; LeakSanitizer checks leaks)\n");
 #else

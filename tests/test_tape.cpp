@@ -280,7 +280,7 @@ TEST(Tape, ErrorsSayWhatIsWrong) {
   Tensor loss = (w * w).sum();
   loss.backward();
   EXPECT_EQ(error_of([&] { to_html(loss, temp_path("freed.html")); }),
-            "[record_backward] the graph was already freed by backward (SumBackward0); record it before backward or "
+            "[record_backward] the graph was already freed by backward (MulBackward0); record it before backward or "
             "run backward with retain_graph");
   Tensor ok = (w * w).sum();
   EXPECT_EQ(error_of([&] { to_html(ok, "/nonexistent-dir/page.html"); }), "[to_html] cannot write /nonexistent-dir/page.html");

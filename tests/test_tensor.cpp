@@ -150,7 +150,7 @@ TEST(Views, ErrorsNameTheOpAndTheShapes) {
             "shape [2, 3] to [3, 3]");
   EXPECT_EQ(error_of([&] { x.permute({0}); }), "[permute] number of dims [0] doesn't match the tensor's shape [2, 3]");
   EXPECT_EQ(error_of([&] { x[5]; }), "[select] index 5 is out of bounds for dimension 0 with size 2 (shape [2, 3])");
-  EXPECT_EQ(error_of([&] { x.narrow(1, 2, 2); }), "[narrow] start 2 + length 2 exceeds dimension size 3 of shape [2, 3]");
+  EXPECT_EQ(error_of([&] { x.narrow(1, 2, 2); }), "[narrow] start (2) + length (2) exceeds dimension size (3) of shape [2, 3]");
   EXPECT_EQ(error_of([&] { x.item(); }), "[item] a Tensor with 6 elements cannot be converted to a scalar (shape [2, 3])");
 }
 
@@ -171,8 +171,12 @@ TEST(Ops, ErrorsNameTheOpAndBothShapes) {
             "(shapes [2, 3] and [3, 2])");
   EXPECT_EQ(error_of([] { masked_fill(ones({2, 3}), ones({3, 3}).bool_(), 0.0); }),
             "[masked_fill] shapes [2, 3] and [3, 3] cannot be broadcast together (dim 0: 2 vs 3)");
-  EXPECT_EQ(error_of([] { masked_fill(ones({3}), ones({2, 3}).bool_(), 0.0); }),
-            "[masked_fill] mask of shape [2, 3] cannot be broadcast to the input's shape [3]");
+  // out of place, a mask that broadcasts the input up gives the broadcast shape, as PyTorch's;
+  // in place, it would change self's shape: PyTorch's words
+  EXPECT_EQ(masked_fill(ones({3}), ones({2, 3}).bool_(), 0.0).shape(), Size({2, 3}));
+  EXPECT_EQ(error_of([] { ones({3}).masked_fill_(ones({2, 3}).bool_(), 0.0); }),
+            "[masked_fill_] output with shape [3] doesn't match the broadcast shape [2, 3] (a mask of shape [2, 3] would "
+            "change self's shape; the out-of-place masked_fill broadcasts)");
   EXPECT_EQ(error_of([] { masked_fill(ones({3}), ones({3}), 0.0); }),
             "[masked_fill] expected a bool mask, got torch.float32 (use mask.bool_())");
   EXPECT_EQ(error_of([] { cat({ones({2, 3}), ones({2, 4})}, 0); }),

@@ -9,8 +9,11 @@
 #      (its canary test proves ASan is active; LeakSanitizer runs at exit of every test), and
 #      without MPI (-DAG_MPI=OFF), so the build without MPI is tested too; the MPI tests
 #      (tests/dist/, under mpirun) run in stage 1
-#   4. the libFuzzer target of the checkpoint loader, built with clang, for FUZZ_SECONDS
-#      (default 30) on the seed corpus in tests/fuzz/corpus
+#   4. the libFuzzer targets, built with clang, ASan and UBSan (a UBSan report is fatal): the
+#      checkpoint loader (load_fuzzer) for FUZZ_SECONDS (default 30) on the seed corpus in
+#      tests/fuzz/corpus, then the public API (api_fuzzer: short programs of ag calls) for
+#      API_FUZZ_SECONDS (default 60) on tests/fuzz/api_corpus; a crash, sanitizer report, timeout
+#      or out-of-memory of either fails the stage with the end of the fuzzer's report
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=2
@@ -27,6 +30,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 fuzz_seconds=${FUZZ_SECONDS:-30}
+api_fuzz_seconds=${API_FUZZ_SECONDS:-60}
 sanitized_flags="-O1 -g1 -DNDEBUG"  # the ASan builds of stages 3 and 4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -70,16 +74,34 @@ mkdir -p build-asan/Testing/Temporary
 cp build/Testing/Temporary/CTestCostData.txt build-asan/Testing/Temporary/ 2>/dev/null || true
 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== [${SECONDS}s] 4/4 fuzzing the checkpoint loader for ${fuzz_seconds}s"
+echo "== [${SECONDS}s] 4/4 fuzzing the checkpoint loader for ${fuzz_seconds}s and the API for ${api_fuzz_seconds}s"
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAG_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitized_flags" \
   -DAG_BUILD_TESTS=OFF -DAG_BUILD_EXAMPLES=OFF -DAG_BUILD_BENCHMARKS=OFF -DAG_MPI=OFF
-cmake --build build-fuzz -j"$jobs"
-mkdir "$work/corpus"
-cp tests/fuzz/corpus/* "$work/corpus/"
-./build-fuzz/load_fuzzer "$work/corpus" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 2>&1 |
-  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done|==[0-9]+==ERROR|SUMMARY)" || true
-test "${PIPESTATUS[0]}" -eq 0
+cmake --build build-fuzz -j"$jobs" --target load_fuzzer api_fuzzer
+# run_fuzzer NAME SEEDS SECONDS [libFuzzer flags]: fuzzes a copy of the seed corpus with the log in a
+# file; prints its summary lines, and on a non-zero exit (crash, sanitizer report, timeout, OOM)
+# the end of the report, and fails; the crashing input stays in build-fuzz/NAME-artifacts/. The
+# exit code is the fuzzer's own: piped into grep, `|| true` would reset PIPESTATUS, and no crash
+# could fail the stage.
+run_fuzzer() {
+  local name=$1 seeds=$2 seconds=$3; shift 3
+  mkdir "$work/$name-corpus"
+  rm -rf "build-fuzz/$name-artifacts" && mkdir "build-fuzz/$name-artifacts"
+  cp "$seeds"/* "$work/$name-corpus/"
+  local rc=0
+  "./build-fuzz/$name" "$work/$name-corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+    -artifact_prefix="build-fuzz/$name-artifacts/" -print_final_stats=1 "$@" >"$work/$name.log" 2>&1 || rc=$?
+  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done|==[0-9]+==ERROR|SUMMARY)" "$work/$name.log" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "$name exited with $rc; the end of its report:"
+    tail -n 60 "$work/$name.log"
+    ls "build-fuzz/$name-artifacts/" | sed "s|^|artifact: build-fuzz/$name-artifacts/|"
+    return 1
+  fi
+}
+run_fuzzer load_fuzzer tests/fuzz/corpus "$fuzz_seconds"
+run_fuzzer api_fuzzer tests/fuzz/api_corpus "$api_fuzz_seconds" -malloc_limit_mb=2048
 
 echo "== [${SECONDS}s] done"
 echo "4 passed, 0 failed"

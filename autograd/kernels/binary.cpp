@@ -32,10 +32,11 @@ static int64_t int_pow(int64_t x, int64_t y) {
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Size& shape, DType dt) {
   if (dt == kInt64) {
-    if (op == BinaryOp::Add) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x + y; });
-    if (op == BinaryOp::Sub) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x - y; });
+    // wrapping on overflow (INT64_MAX + 1 == INT64_MIN), as PyTorch's; no signed overflow (UB) here
+    if (op == BinaryOp::Add) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return detail::wrap_add(x, y); });
+    if (op == BinaryOp::Sub) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return detail::wrap_sub(x, y); });
     if (op == BinaryOp::Pow) return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, int_pow);
-    return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return x * y; });
+    return detail::map_binary<int64_t, int64_t, int64_t>(a, b, shape, dt, [](int64_t x, int64_t y) { return detail::wrap_mul(x, y); });
   }
   return dispatch_float(dt, op_name(op), [&]<typename T>() {
     switch (op) {

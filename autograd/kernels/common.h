@@ -2,11 +2,16 @@
 // Nothing here records autograd history.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <stdexcept>
+#include <limits>
 #include <algorithm>
 #include <array>
 #include <initializer_list>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "autograd/kernels/parallel.h"
 #include "autograd/tensor.h"
@@ -14,9 +19,9 @@
 namespace ag::detail {
 
 // A new contiguous, uninitialized tensor.
-Tensor make_tensor(const Size& shape, DType dtype);
+Tensor make_tensor(const Size& shape, DType dtype, const char* op = "empty");
 // A new uninitialized tensor with the given dense strides (e.g. from elementwise_strides).
-Tensor make_tensor(const Size& shape, const Strides& strides, DType dtype);
+Tensor make_tensor(const Size& shape, const Strides& strides, DType dtype, const char* op = "empty");
 
 // The layout PyTorch's TensorIterator gives the result of an elementwise op over `inputs`
 // broadcast to `shape`: contiguous when every input is contiguous of that shape; the inputs' own
@@ -184,6 +189,81 @@ void for_each_inplace(const Tensor& t, F&& f) {
     return;
   }
   walk<1>(t.shape(), {&t.strides()}, {t.storage_offset()}, [&](const std::array<int64_t, 1>& o) { f(p[o[0]]); });
+}
+
+// Integer arithmetic that wraps on overflow (two's complement), as PyTorch's int64 ops do:
+// INT64_MAX + 1 == INT64_MIN, -INT64_MIN == INT64_MIN. Signed overflow is undefined behaviour in
+// C++, so integers compute in their unsigned type (which wraps) and convert back (modular since
+// C++20). Floating point types take the plain operator, so their loops are unchanged.
+template <class T>
+inline constexpr bool kWrapsAsUnsigned = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+inline T wrap_add(T x, T y) {
+  if constexpr (kWrapsAsUnsigned<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) + static_cast<U>(y)));
+  } else {
+    return x + y;
+  }
+}
+template <class T>
+inline T wrap_sub(T x, T y) {
+  if constexpr (kWrapsAsUnsigned<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) - static_cast<U>(y)));
+  } else {
+    return x - y;
+  }
+}
+template <class T>
+inline T wrap_mul(T x, T y) {
+  if constexpr (kWrapsAsUnsigned<T>) {
+    // U * U for a U narrower than int promotes to (signed) int and could overflow there
+    using U = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) * static_cast<U>(y)));
+  } else {
+    return x * y;
+  }
+}
+template <class T>
+inline T wrap_neg(T x) {
+  if constexpr (kWrapsAsUnsigned<T>) return wrap_sub(T(0), x);
+  else return -x;
+}
+
+// A number the user gave, as an element of type T (float, double, int64_t, or uint8_t for bool),
+// as PyTorch's c10::checked_convert: bool is value != 0 (NaN is true); an integer takes the value
+// truncated toward zero, and one it cannot hold (beyond int64, inf, NaN) is an error, "[op] value
+// cannot be converted to type int64_t without overflow", never undefined behaviour.
+template <class T>
+T checked_scalar(double v, const char* op) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    return v != 0.0 ? 1 : 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    // [-2^63, 2^63): the doubles whose truncation fits (NaN fails both comparisons)
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+      throw std::out_of_range(std::string("[") + op + "] value cannot be converted to type int64_t without overflow: " +
+                              std::to_string(v));
+    }
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// A tensor element converted to another element type as PyTorch's CPU kernels convert: to bool,
+// x != 0; a floating value outside int64's range (or NaN) to int64 gives INT64_MIN, which is what
+// x86's conversion instruction gives PyTorch (C++ leaves it undefined); the rest as static_cast.
+template <class To, class From>
+To convert_element(From x) {
+  if constexpr (std::is_same_v<To, uint8_t>) {
+    return x != From(0) ? 1 : 0;
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (!(x >= From(-9223372036854775808.0) && x < From(9223372036854775808.0))) return std::numeric_limits<To>::min();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
 }
 
 // Copies src (broadcast to dst's shape, any dtype) into dst (any strides).

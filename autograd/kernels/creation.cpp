@@ -58,7 +58,8 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   if (dtype == kBool) throw std::invalid_argument("[linspace] not implemented for torch.bool");
   Tensor t = detail::make_tensor(Size{steps}, dtype);
   if (dtype == kInt64) {
-    linspace_fill<int64_t, double>(t.data_ptr<int64_t>(), static_cast<int64_t>(start), static_cast<int64_t>(end), steps);
+    linspace_fill<int64_t, double>(t.data_ptr<int64_t>(), detail::checked_scalar<int64_t>(start, "linspace"),
+                                   detail::checked_scalar<int64_t>(end, "linspace"), steps);
     return t;
   }
   dispatch_float(dtype, "linspace", [&]<typename T>() {
@@ -74,12 +75,12 @@ Tensor logspace(double start, double end, int64_t steps, double base, DType dtyp
   Tensor t = detail::make_tensor(Size{steps}, dtype);
   dispatch_all(dtype, [&]<typename T>() {
     T* p = t.data_ptr<T>();
-    const T s = static_cast<T>(start), e = static_cast<T>(end);
+    const T s = detail::checked_scalar<T>(start, "logspace"), e = detail::checked_scalar<T>(end, "logspace");
     const double step = static_cast<double>(e - s) / static_cast<double>(steps - 1);
     for (int64_t i = 0; i < steps; ++i) {
       const double x = i < steps / 2 ? static_cast<double>(s) + step * static_cast<double>(i)
                                      : static_cast<double>(e) - step * static_cast<double>(steps - i - 1);
-      p[i] = static_cast<T>(std::pow(base, x));
+      p[i] = detail::convert_element<T>(std::pow(base, x));
     }
   });
   return t;
@@ -100,8 +101,7 @@ Tensor from_vector(const std::vector<double>& data, const Size& shape, DType dty
   dispatch_all(dtype, [&]<typename T>() {
     T* p = t.data_ptr<T>();
     for (std::size_t i = 0; i < data.size(); ++i) {
-      if constexpr (std::is_same_v<T, uint8_t>) p[i] = data[i] != 0.0;
-      else p[i] = static_cast<T>(data[i]);
+      p[i] = detail::checked_scalar<T>(data[i], "tensor");
     }
   });
   return t;
@@ -111,7 +111,7 @@ Tensor from_vector(const std::vector<int64_t>& data, const Size& shape, DType dt
   Tensor t = detail::make_tensor(shape, dtype);
   dispatch_all(dtype, [&]<typename T>() {
     T* p = t.data_ptr<T>();
-    for (std::size_t i = 0; i < data.size(); ++i) p[i] = static_cast<T>(data[i]);
+    for (std::size_t i = 0; i < data.size(); ++i) p[i] = detail::convert_element<T>(data[i]);
   });
   return t;
 }
@@ -122,7 +122,7 @@ Tensor from_leaves(const std::vector<const NestedList*>& leaves, const Size& sha
     T* p = t.data_ptr<T>();
     for (std::size_t i = 0; i < leaves.size(); ++i) {
       const NestedList& n = *leaves[i];
-      if constexpr (std::is_same_v<T, int64_t>) p[i] = n.kind() == kFloat32 ? static_cast<int64_t>(n.value()) : n.ivalue();
+      if constexpr (std::is_same_v<T, int64_t>) p[i] = n.kind() == kFloat32 ? detail::checked_scalar<T>(n.value(), "tensor") : n.ivalue();
       else if constexpr (std::is_same_v<T, uint8_t>) p[i] = n.value() != 0.0;
       else p[i] = static_cast<T>(n.value());
     }

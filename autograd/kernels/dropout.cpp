@@ -2,6 +2,7 @@
 #include "autograd/kernels/dropout.h"
 
 #include <cstdint>
+#include <mutex>
 
 #include "autograd/kernels/common.h"
 
@@ -10,6 +11,7 @@ namespace ag::kernels {
 Tensor bernoulli_mask(const Size& shape, double q, Generator& g) {
   Tensor mask = detail::make_tensor(shape, kBool);
   uint8_t* pm = mask.data_ptr<uint8_t>();
+  std::lock_guard<std::mutex> lock(g.mutex());  // the whole mask is one draw call (generator.h)
   for (int64_t i = 0; i < mask.numel(); ++i) pm[i] = g.unit_double() < q;
   return mask;
 }

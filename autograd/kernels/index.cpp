@@ -24,15 +24,15 @@ void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::v
   auto add = [&]<typename T>() {
     const T* pg = src.data_ptr<T>();
     T* po = out.data_ptr<T>();
-    const T a = static_cast<T>(alpha);
+    const T a = detail::checked_scalar<T>(alpha, "index_add");
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < k; ++j) {
         T* dst = po + (o * n + idx[static_cast<std::size_t>(j)]) * in;
         const T* s = pg + (o * k + j) * in;
         if (a == T(1))
-          for (int64_t e = 0; e < in; ++e) dst[e] += s[e];
+          for (int64_t e = 0; e < in; ++e) dst[e] = detail::wrap_add(dst[e], s[e]);  // integers wrap
         else
-          for (int64_t e = 0; e < in; ++e) dst[e] += a * s[e];
+          for (int64_t e = 0; e < in; ++e) dst[e] = detail::wrap_add(dst[e], detail::wrap_mul(a, s[e]));
       }
   };
   if (out.dtype() == kInt64) add.template operator()<int64_t>();  // index_add of integers
@@ -105,7 +105,7 @@ Tensor scatter_add_along(const Tensor& t, int64_t dim, const std::vector<int64_t
     std::size_t i = 0;
     detail::walk<2>(ishape, {&os, &src.strides()}, {0, src.storage_offset()}, [&](const std::array<int64_t, 2>& o) {
       if constexpr (std::is_same_v<T, uint8_t>) po[o[0] + idx[i] * step] |= ps[o[1]];  // bool: or
-      else po[o[0] + idx[i] * step] += ps[o[1]];
+      else po[o[0] + idx[i] * step] = detail::wrap_add(po[o[0] + idx[i] * step], ps[o[1]]);
       ++i;
     });
   });

@@ -1,10 +1,12 @@
 // parallel_for and set_num_threads (autograd/threads.h, kernels/parallel.h): ag's own pool of
-// threads, started once and reused. OpenBLAS runs every call on the thread that makes it: its
-// own worker threads, once woken, spin for a while after each GEMM and took the second core from
-// ag's threads (medium step at 2 threads: 71-73 ms with them, 58 ms without).
+// threads, started once and reused (once per process: a forked child starts its own). OpenBLAS
+// runs every call on the thread that makes it: its own worker threads, once woken, spin for a
+// while after each GEMM and took the second core from ag's threads (medium step at 2 threads:
+// 71-73 ms with them, 58 ms without).
 #include "autograd/kernels/parallel.h"
 
 #include <cblas.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -140,10 +142,28 @@ class Pool {
   uint64_t generation_ = 0;
 };
 
+// The pool, made by the first parallel loop to need one. Never destroyed: workers may still wait
+// on it at exit.
+std::atomic<Pool*> g_pool{nullptr};
+
 Pool& pool() {
-  static Pool* p = new Pool;  // never destroyed: workers may still wait on it at exit
+  Pool* p = g_pool.load(std::memory_order_acquire);
+  if (p) return *p;
+  auto* fresh = new Pool;
+  if (g_pool.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
+  delete fresh;  // another thread made one first (this one has no workers yet)
   return *p;
 }
+
+// fork() copies only the forking thread: the child's copy of the pool lists workers that do not
+// exist there, and its locks may be held by them for good. The child drops it (leaked: its
+// threads' handles cannot be destroyed) and its first parallel loop makes a pool of its own
+// workers. Nothing in the child touches the old pool, so the parent need not lock it for the
+// fork. (A fork from inside a chunk of a parallel loop would leave that loop waiting in the child
+// for chunks the vanished workers were running; don't.)
+void drop_pool_in_child() { g_pool.store(nullptr, std::memory_order_relaxed); }
+// Registered while the program starts, before any thread of its own can fork.
+[[maybe_unused]] const bool g_fork_handler = (pthread_atfork(nullptr, nullptr, drop_pool_in_child), true);
 
 }  // namespace
 

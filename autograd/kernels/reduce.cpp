@@ -131,7 +131,10 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
     std::vector<Acc> acc(static_cast<std::size_t>(ks.numel()), Acc(0));
     const T* p = static_cast<const T*>(t.impl()->storage->data);
     detail::walk<2>(t.shape(), {&t.strides(), &os}, {t.storage_offset(), 0},
-                    [&](const std::array<int64_t, 2>& o) { acc[static_cast<std::size_t>(o[1])] += static_cast<Acc>(p[o[0]]); });
+                    [&](const std::array<int64_t, 2>& o) {
+                      Acc& a = acc[static_cast<std::size_t>(o[1])];
+                      a = detail::wrap_add(a, static_cast<Acc>(p[o[0]]));  // integers wrap, as PyTorch's
+                    });
     dispatch_all(out_dt, [&]<typename O>() {
       O* q = out.data_ptr<O>();
       for (std::size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<O>(acc[i]);
@@ -150,7 +153,7 @@ Tensor prod(const Tensor& t, const DimVector& m, const Size& ks) {
     O* q = out.data_ptr<O>();
     for_each_row<T>(rows, n, ks.numel(), [&](const T* row, int64_t len, int64_t i) {
       Acc acc = 1;
-      for (int64_t j = 0; j < len; ++j) acc *= static_cast<Acc>(row[j]);
+      for (int64_t j = 0; j < len; ++j) acc = detail::wrap_mul(acc, static_cast<Acc>(row[j]));  // integers wrap
       q[i] = static_cast<O>(acc);
     });
   });
@@ -158,7 +161,8 @@ Tensor prod(const Tensor& t, const DimVector& m, const Size& ks) {
 }
 
 Tensor var(const Tensor& t, const DimVector& m, const Size& ks, int64_t correction) {
-  const double dof = std::max<double>(0.0, static_cast<double>(reduced_count(t, m) - correction));
+  // in double: a correction near INT64_MIN or INT64_MAX must not overflow (PyTorch: 0 or nan)
+  const double dof = std::max<double>(0.0, static_cast<double>(reduced_count(t, m)) - static_cast<double>(correction));
   return float_rows(t, m, ks, "var", [&](const auto* row, int64_t len) {
     double mean = 0, ss = 0;
     for (int64_t j = 0; j < len; ++j) mean += row[j];
@@ -218,7 +222,10 @@ Tensor cumsum(const Tensor& t, int64_t dim) {
     const int64_t outer = n == 0 ? 0 : rows.numel() / n;
     for_each_row<T>(rows, n, outer, [&](const T* row, int64_t len, int64_t i) {
       Acc acc = 0;
-      for (int64_t j = 0; j < len; ++j) q[i * len + j] = static_cast<O>(acc += static_cast<Acc>(row[j]));
+      for (int64_t j = 0; j < len; ++j) {
+        acc = detail::wrap_add(acc, static_cast<Acc>(row[j]));  // integers wrap, as PyTorch's
+        q[i * len + j] = static_cast<O>(acc);
+      }
     });
   });
   return from_rows(r, perm);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+#include <type_traits>
 
 #include "autograd/kernels/common.h"
 
@@ -85,7 +86,11 @@ Tensor reciprocal(const Tensor& x) { return map_float(x, "reciprocal", [](auto v
 
 Tensor abs(const Tensor& x) {
   if (x.dtype() == kBool) throw std::invalid_argument("[abs] not implemented for torch.bool");
-  return map_same(x, "abs", [](auto v) { return std::abs(v); });
+  // integers: |INT64_MIN| wraps to INT64_MIN, as PyTorch's (std::abs of it is undefined behaviour)
+  return map_same(x, "abs", [](auto v) {
+    if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? detail::wrap_neg(v) : v;
+    else return std::abs(v);
+  });
 }
 
 // (0 < x) - (x < 0): NaN and -0.0 give +0.0, as in PyTorch
@@ -96,7 +101,7 @@ Tensor sign(const Tensor& x) {
 
 Tensor square_int(const Tensor& x) {
   const Tensor xi = x.dtype() == kInt64 ? x : x.detach().to(kInt64);
-  return detail::map_unary<int64_t, int64_t>(xi, kInt64, [](int64_t v) { return v * v; });
+  return detail::map_unary<int64_t, int64_t>(xi, kInt64, [](int64_t v) { return detail::wrap_mul(v, v); });  // wraps, as PyTorch's
 }
 
 // std::max(v, lo) keeps v when v is NaN or equal (so -0.0 stays -0.0), and a NaN bound is ignored.

@@ -30,9 +30,9 @@ int main() {
   // linear function, and holds internal Tensors for its weight and bias.
   // The Flatten layer flattens the output of the linear layer to a 1D tensor,
   // to match the shape of `y`.
-  nn::Sequential model(
+  nn::Sequential model{
       nn::Linear(3, 1),
-      nn::Flatten(0, 1));
+      nn::Flatten(0, 1)};
 
   // The nn package also contains definitions of popular loss functions; in this
   // case we will use Mean Squared Error (MSE) as our loss function.

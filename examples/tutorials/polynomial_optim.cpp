@@ -19,9 +19,9 @@ int main() {
   Tensor xx = x.unsqueeze(-1).pow(p);
 
   // Use the nn package to define our model and loss function.
-  nn::Sequential model(
+  nn::Sequential model{
       nn::Linear(3, 1),
-      nn::Flatten(0, 1));
+      nn::Flatten(0, 1)};
   nn::MSELoss loss_fn("sum");
 
   // Use the optim package to define an Optimizer that will update the weights of
