@@ -199,7 +199,7 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
   DimVector s;
   for (int64_t d = 0; d < start_dim; ++d) s.push_back(t.shape()[d]);
   int64_t merged = 1;
-  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= t.shape()[d];
+  for (int64_t d = start_dim; d <= end_dim; ++d) merged = detail::checked_mul(merged, t.shape()[d], "flatten");
   s.push_back(merged);
   for (int64_t d = end_dim + 1; d < t.dim(); ++d) s.push_back(t.shape()[d]);
   return reshape(t, s);

@@ -28,6 +28,13 @@ DimVector reduced_mask(const Tensor& t, const DimVector& dims, const char* op) {
   return m;
 }
 
+int64_t reduced_count(const Size& s, const DimVector& m) {
+  uint64_t n = 1;  // modulo 2^64, as Size::numel: exact for any tensor, even an empty one with huge dims
+  for (int64_t i = 0; i < s.size(); ++i)
+    if (m[static_cast<std::size_t>(i)]) n *= static_cast<uint64_t>(s[i]);
+  return static_cast<int64_t>(n);
+}
+
 Size keep_shape(const Size& s, const DimVector& m) {
   Size k = s;
   for (int64_t i = 0; i < s.size(); ++i)
@@ -49,9 +56,7 @@ Tensor reduce_sum(const Tensor& t, const DimVector& dims, bool keepdim, bool is_
     throw std::invalid_argument("[mean] could not infer output dtype: input dtype must be floating point, got " + dtype_name(t.dtype()));
   }
   const DimVector m = reduced_mask(t, dims, op);
-  int64_t count = 1;
-  for (int64_t i = 0; i < t.dim(); ++i)
-    if (m[static_cast<std::size_t>(i)]) count *= t.shape()[i];
+  const int64_t count = reduced_count(t.shape(), m);
   const Size ks = keep_shape(t.shape(), m);
   Tensor out = kernels::sum(t, m, ks);
   if (is_mean) {
@@ -221,13 +226,6 @@ DimVector dims_of(const DimVector& m) {
   for (std::size_t i = 0; i < m.size(); ++i)
     if (m[i]) d.push_back(static_cast<int64_t>(i));
   return d;
-}
-
-int64_t reduced_count(const Size& s, const DimVector& m) {
-  int64_t n = 1;
-  for (int64_t i = 0; i < s.size(); ++i)
-    if (m[static_cast<std::size_t>(i)]) n *= s[i];
-  return n;
 }
 
 void check_floating(const Tensor& t, const char* op, const char* what) {

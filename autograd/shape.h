@@ -31,12 +31,14 @@ class Size {
   bool operator==(const Size& o) const { return dims_ == o.dims_; }
   bool operator!=(const Size& o) const { return dims_ != o.dims_; }
 
-  // The product of the dims. A tensor's shape was checked when it was made (detail::check_shape),
-  // so this cannot overflow for one; for a shape a user asked for, use check_shape instead.
+  // The product of the dims. A tensor's shape was checked when it was made (detail::check_shape:
+  // its product in order fits int64), and the product is taken modulo 2^64 here, so it is exact
+  // in any order of the dims: {0, 2^62, 2} walked as {2^62, 2, 0} is still 0. For a shape a user
+  // asked for, use check_shape instead.
   int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : dims_) n *= d;
-    return n;
+    uint64_t n = 1;
+    for (int64_t d : dims_) n *= static_cast<uint64_t>(d);
+    return static_cast<int64_t>(n);
   }
   std::string str() const;  // "[6, 3]", the form used in error messages
 
@@ -51,6 +53,12 @@ std::ostream& operator<<(std::ostream& os, const Size& s);  // torch.Size([6, 3]
 Strides contiguous_strides(const Size& shape);
 
 namespace detail {
+// a * b + c modulo 2^64, for a view's offset and strides: exact for a tensor with elements (its
+// span fits int64), and defined for an empty one whose dims multiply past int64 ({0, 2^62, 2}),
+// whose offset and strides are never used to address an element (PyTorch's wrap the same way).
+inline int64_t wrapping_mad(int64_t a, int64_t b, int64_t c = 0) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b) + static_cast<uint64_t>(c));
+}
 // The one checked helper for shape arithmetic: every op that computes a shape, a numel, a byte
 // size or a view's strides and offset from numbers a user gave goes through these, so a huge or
 // negative size is an exception naming the op, never a wrapped number.

@@ -83,10 +83,10 @@ Strides elementwise_strides(const Size& shape, std::initializer_list<const Tenso
     }
   }
   Strides out(n);
-  int64_t stride = 1;
+  uint64_t stride = 1;  // modulo 2^64: an empty tensor's dims may multiply past int64, as in contiguous_strides
   for (std::size_t i = 0; i < n; ++i) {
-    out[perm[i]] = stride;
-    stride *= shape[static_cast<int64_t>(perm[i])];
+    out[perm[i]] = static_cast<int64_t>(stride);
+    stride *= static_cast<uint64_t>(shape[static_cast<int64_t>(perm[i])]);
   }
   return out;
 }

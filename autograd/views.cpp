@@ -15,6 +15,9 @@ using detail::shape_error;
 
 static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t offset, const char* name,
                         BackwardFn fn) {
+  // An empty view addresses no element: it keeps its input's offset, so a wrapped offset of an
+  // empty tensor with huge dims ({2^31, 0, 2^31}[1]) never reaches pointer arithmetic.
+  if (shape.numel() == 0) offset = t.storage_offset();
   Tensor v = detail::alias(t, std::move(shape), std::move(strides), offset);
   v.impl()->is_view = true;
   v.impl()->view_version = t.impl()->storage->version;
@@ -155,7 +158,7 @@ Tensor unsqueeze(const Tensor& t, int64_t dim) {
   dim = wrap_dim(dim, t.dim() + 1, "unsqueeze", t.shape());
   Size s = t.shape();
   Strides st = t.strides();
-  int64_t new_stride = dim < t.dim() ? st[static_cast<std::size_t>(dim)] * s[dim] : 1;
+  int64_t new_stride = dim < t.dim() ? detail::wrapping_mad(st[static_cast<std::size_t>(dim)], s[dim]) : 1;
   s.vec().insert(s.vec().begin() + dim, 1);
   st.insert(st.begin() + dim, new_stride);
   // y = t.unsqueeze(dim)  =>  dt = dy.squeeze(dim)
@@ -247,9 +250,9 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::op
   Size s = t.shape();
   Strides st = t.strides();
   s[dim] = e == b ? 0 : (e - b - 1) / step + 1;  // ceil((e - b) / step) without overflow for a huge step
-  const int64_t off = t.storage_offset() + b * st[static_cast<std::size_t>(dim)];  // within the tensor's span
+  const int64_t off = detail::wrapping_mad(b, st[static_cast<std::size_t>(dim)], t.storage_offset());
   // the new stride only matters past the first element, where it lies within the span too
-  if (s[dim] > 1) st[static_cast<std::size_t>(dim)] = detail::checked_mul(st[static_cast<std::size_t>(dim)], step, "slice");
+  if (s[dim] > 1) st[static_cast<std::size_t>(dim)] = detail::wrapping_mad(st[static_cast<std::size_t>(dim)], step);
   // y = t[b:e:step] along dim  =>  dt = zeros with dt[b:e:step] = dy, i.e.
   //   dt = index_add(zeros like t, dim, arange(b, e, step), dy)
   return make_view(t, s, st, off, "SliceBackward0", [from = t.shape(), dim, b, e, step](const Tensor& g) -> Grads {
@@ -289,7 +292,7 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   if (index < 0) index += n;
   Size s = t.shape();
   Strides st = t.strides();
-  const int64_t off = t.storage_offset() + index * st[static_cast<std::size_t>(dim)];
+  const int64_t off = detail::wrapping_mad(index, st[static_cast<std::size_t>(dim)], t.storage_offset());
   s.vec().erase(s.vec().begin() + dim);
   st.erase(st.begin() + dim);
   // y = t.select(dim, i)  =>  dt = zeros with dt.select(dim, i) = dy, i.e.

@@ -219,3 +219,34 @@ TEST(FuzzRegression, InPlaceOnViewWithItsBaseAsOperandDoesNotLeak) {
 }
 
 }  // namespace
+
+// api_corpus/EmptyTensorWithHugeDimsIsUsable: zeros({0, 2^62, 2}) is a valid empty tensor (its
+// numel, 0 * 2^62 * 2 in order, fits), but clone() walks its dims in memory order, {2^62, 2, 0},
+// and Size::numel overflowed there (UB) before reaching the 0. PyTorch: clone, sum over dims and
+// index_select of such a tensor give empty tensors; flattening the huge dims raises.
+namespace {
+TEST(FuzzRegression, EmptyTensorWithHugeDimsIsUsable) {
+  const Tensor e = ag::zeros({0, int64_t{1} << 62, 2});
+  EXPECT_EQ(e.clone().numel(), 0);
+  EXPECT_EQ(e.contiguous().numel(), 0);
+  EXPECT_EQ(e.to(ag::kFloat64).numel(), 0);
+  EXPECT_EQ(e.sum(ag::DimVector{1, 2}).shape(), (ag::Size{0}));
+  EXPECT_EQ(e.mean(ag::DimVector{1, 2}).numel(), 0);
+  EXPECT_EQ(e.index_select(2, ag::tensor({int64_t{1}})).numel(), 0);
+  EXPECT_THROW(e.flatten(1, 2), std::exception);
+  // api_corpus/EmptyTensorWithHugeDimsSlices: a view's offset, index * stride, overflowed (UB)
+  const Tensor f = ag::zeros({3, 0, int64_t{1} << 62});
+  EXPECT_EQ(f.slice(0, 2, 3).shape(), (ag::Size{1, 0, int64_t{1} << 62}));
+  EXPECT_EQ(f.select(0, 2).numel(), 0);
+  EXPECT_EQ(f[2].unsqueeze(0).numel(), 0);
+  EXPECT_EQ(f.slice(2, 1, std::nullopt, 3).numel(), 0);
+  // api_corpus/EmptyTensorWithHugeDimsAssigns: x[1] = 2.5 added the wrapped offset to the data
+  // pointer (UB); an empty view now keeps its input's offset
+  Tensor g = ag::zeros({int64_t{1} << 31, 0, int64_t{1} << 31});
+  EXPECT_NO_THROW(g[1] = 2.5);
+  EXPECT_EQ(g[int64_t{1} << 30].storage_offset(), 0);
+  // api_corpus/EmptyTensorWithHugeDimsTriu: triu's rows * cols overflowed (UB)
+  EXPECT_EQ(ag::zeros({0, int64_t{1} << 62, 2}).triu().numel(), 0);
+  EXPECT_EQ(ag::zeros({0, int64_t{1} << 62, 2}).tril(1).numel(), 0);
+}
+}  // namespace

@@ -136,7 +136,8 @@ Tensor tri(const Tensor& t, int64_t diagonal, bool upper) {
     NoGradGuard g;
     out = clone(t, MemoryFormat::Contiguous);
   }
-  const int64_t rows = t.size(-2), cols = t.size(-1), mats = rows * cols != 0 ? t.numel() / (rows * cols) : 0;
+  if (out.numel() == 0) return out;  // (an empty tensor's rows * cols may exceed int64)
+  const int64_t rows = t.size(-2), cols = t.size(-1), mats = t.numel() / (rows * cols);
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* p = static_cast<T*>(out.impl()->storage->data);
     for (int64_t m = 0; m < mats; ++m)

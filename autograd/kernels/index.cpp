@@ -18,9 +18,10 @@ void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::v
   const Tensor src = src0.contiguous();
   const Size& shape = out.shape();
   const int64_t n = shape[dim], k = static_cast<int64_t>(idx.size());
-  int64_t in = 1, outer = 1;
-  for (int64_t d = dim + 1; d < shape.size(); ++d) in *= shape[d];
-  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
+  uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact unless the tensor is empty (then unused)
+  for (int64_t d = dim + 1; d < shape.size(); ++d) uin *= static_cast<uint64_t>(shape[d]);
+  for (int64_t d = 0; d < dim; ++d) uouter *= static_cast<uint64_t>(shape[d]);
+  const auto in = static_cast<int64_t>(uin), outer = static_cast<int64_t>(uouter);
   auto add = [&]<typename T>() {
     const T* pg = src.data_ptr<T>();
     T* po = out.data_ptr<T>();
@@ -48,9 +49,10 @@ Tensor gather(const Tensor& src, int64_t dim, const std::vector<int64_t>& idx) {
   os[dim] = static_cast<int64_t>(idx.size());
   Tensor out = detail::make_tensor(os, s.dtype());
   const int64_t n = s.shape()[dim];
-  int64_t in = 1, outer = 1;
-  for (int64_t d = dim + 1; d < s.dim(); ++d) in *= s.shape()[d];
-  for (int64_t d = 0; d < dim; ++d) outer *= s.shape()[d];
+  uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact unless the tensor is empty (then unused)
+  for (int64_t d = dim + 1; d < s.dim(); ++d) uin *= static_cast<uint64_t>(s.shape()[d]);
+  for (int64_t d = 0; d < dim; ++d) uouter *= static_cast<uint64_t>(s.shape()[d]);
+  const auto in = static_cast<int64_t>(uin), outer = static_cast<int64_t>(uouter);
   const auto k = static_cast<int64_t>(idx.size());
   dispatch_all(s.dtype(), [&]<typename T>() {
     const T* ps = s.data_ptr<T>();

@@ -27,7 +27,7 @@ Tensor rows_of(const Tensor& t, const DimVector& mask, int64_t& row_len, DimVect
   for (int64_t d = 0; d < t.dim(); ++d)
     if (mask[static_cast<std::size_t>(d)]) {
       p.push_back(d);
-      row_len *= t.shape()[d];
+      row_len = static_cast<int64_t>(static_cast<uint64_t>(row_len) * static_cast<uint64_t>(t.shape()[d]));  // mod 2^64
     }
   if (perm) *perm = p;
   return permute(t, p).contiguous();
@@ -68,10 +68,10 @@ Tensor float_rows(const Tensor& t, const DimVector& m, const Size& ks, const cha
 }
 
 int64_t reduced_count(const Tensor& t, const DimVector& m) {
-  int64_t n = 1;
+  uint64_t n = 1;  // modulo 2^64, as Size::numel: exact for any tensor, even an empty one with huge dims
   for (int64_t d = 0; d < t.dim(); ++d)
-    if (m[static_cast<std::size_t>(d)]) n *= t.shape()[d];
-  return n;
+    if (m[static_cast<std::size_t>(d)]) n *= static_cast<uint64_t>(t.shape()[d]);
+  return static_cast<int64_t>(n);
 }
 
 // max (kMin false) or min (kMin true) of a row: the index of the first extreme value, or of the

@@ -675,6 +675,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       // rejected with an exception: the contract holds; go on with the next step
       if (trace) std::fprintf(stderr, "  threw: %s\n", e.what());
     }
+    if (trace) {  // the slots' shapes after the step
+      for (int k = 0; k < kSlots; ++k) {
+        if (p.slot[k].defined()) std::fprintf(stderr, "  slot %d: %s\n", k, p.slot[k].shape().str().c_str());
+      }
+    }
   }
   return 0;
 }
