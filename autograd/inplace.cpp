@@ -68,6 +68,18 @@ static void check_broadcastable_into(const Tensor& dst, const Tensor& src, const
 
 namespace {
 Tensor value_before(const Tensor& self, bool copy);
+
+// After an in-place write: self takes the history `from` was just given (its grad_fn and output
+// index), and a gradient self retains follows it to the new node, as in PyTorch.
+void take_history(const Tensor& self, const Tensor& from) {
+  const std::shared_ptr<Node> old_fn = self.grad_fn();
+  const uint32_t old_nr = self.impl()->output_nr;
+  self.impl()->grad_fn = from.grad_fn();
+  self.impl()->output_nr = from.impl()->output_nr;
+  self.impl()->requires_grad = true;
+  detail::rebase_retained(self, old_fn, old_nr);
+}
+
 Tensor tracked_base(const Tensor& self, bool value_requires_grad, const char* op);
 void write_through_view(const Tensor& self, const Tensor& b, const Tensor& r, const char* op);
 
@@ -86,12 +98,7 @@ void record_overwrite(Tensor& self, const Tensor& src, const char* name) {
   } else {
     record(out, name, {before}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
   }
-  const std::shared_ptr<Node> old_fn = self.grad_fn();
-  const uint32_t old_nr = self.impl()->output_nr;
-  self.impl()->grad_fn = out.grad_fn();
-  self.impl()->output_nr = 0;
-  self.impl()->requires_grad = true;
-  detail::rebase_retained(self, old_fn, old_nr);
+  take_history(self, out);
 }
 
 // fill_ and zero_: every element `value`, recorded as `name` in a graph.
@@ -205,19 +212,14 @@ Tensor positions_in_base(const Tensor& v, const Tensor& b) {
 // Gives view `self` (whose elements are b's at `idx`) the history of a view of b's current
 // value, as PyTorch regenerates a view's grad_fn after its base changed in place.
 void view_of_current_base(const Tensor& self, const Tensor& b, const Tensor& idx) {
-  const std::shared_ptr<Node> old_fn = self.grad_fn();
-  const uint32_t old_nr = self.impl()->output_nr;
   Tensor v = detail::alias(b, self.shape(), self.strides(), self.storage_offset());
   // v = b.flatten()[idx]  =>  db = zeros like b with db.flatten()[idx] += dv
   record(v, "AsStridedBackward0", {b}, [idx, bshape = b.shape()](const Tensor& g) -> Grads {
     const Tensor flat = index_add(zeros({bshape.numel()}, g.dtype()), 0, reshape(idx, {-1}), reshape(g, {-1}));
     return {reshape(flat, bshape.vec())};
   });
-  self.impl()->grad_fn = v.grad_fn();
-  self.impl()->output_nr = 0;
-  self.impl()->requires_grad = true;
+  take_history(self, v);
   self.impl()->view_version = self.impl()->storage->version;
-  detail::rebase_retained(self, old_fn, old_nr);
 }
 
 // Writes r (self's shape, self's dtype, with its history) into view `self` of base b and records
@@ -240,12 +242,7 @@ void write_through_view(const Tensor& self, const Tensor& b, const Tensor& r, co
   record(nb, "CopySlices", {b_old, r}, [idx, keep, vshape = self.shape()](const Tensor& g) -> Grads {
     return {mul(g, keep), reshape(index_select(reshape(g, {-1}), 0, reshape(idx, {-1})), vshape.vec())};
   });
-  const std::shared_ptr<Node> old_fn = b.grad_fn();
-  const uint32_t old_nr = b.impl()->output_nr;
-  b.impl()->grad_fn = nb.grad_fn();
-  b.impl()->output_nr = 0;
-  b.impl()->requires_grad = true;
-  detail::rebase_retained(b, old_fn, old_nr);
+  take_history(b, nb);
   view_of_current_base(self, b, idx);
 }
 
@@ -287,12 +284,7 @@ Tensor& apply_inplace(Tensor& self, const char* op, bool other_requires_grad, bo
   r = r.to(self.dtype());
   detail::begin_inplace(self, op, true);
   detail::copy_into(self, r);
-  const std::shared_ptr<Node> old_fn = self.grad_fn();
-  const uint32_t old_nr = self.impl()->output_nr;
-  self.impl()->grad_fn = r.grad_fn();
-  self.impl()->output_nr = r.impl()->output_nr;
-  self.impl()->requires_grad = true;
-  detail::rebase_retained(self, old_fn, old_nr);
+  take_history(self, r);
   return self;
 }
 
