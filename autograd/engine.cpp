@@ -130,7 +130,24 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
   ++g_saved_count;
   if (g_keep_values) g_pending_saved.push_back({value_copy(t), t.impl()});
-  t_ = is_output ? t.detach() : t;
+  if (is_output || !t.requires_grad()) {
+    t_ = t.detach();
+  } else if (!t.impl()->grad_fn) {
+    t_ = t;  // a leaf that requires grad: gradients through it must reach its .grad
+  } else {
+    // A non-leaf is kept as a new alias with the history it has now, as PyTorch's SavedVariable
+    // keeps data and grad_fn apart: were the tensor itself kept, an in-place op on it later would
+    // give it a grad_fn leading back to this node, a reference cycle that is never freed.
+    const TensorImpl& i = *t.impl();
+    t_ = t.detach();
+    TensorImpl& a = *t_.impl();
+    a.requires_grad = true;
+    a.grad_fn = i.grad_fn;
+    a.output_nr = i.output_nr;
+    a.is_view = i.is_view;
+    a.view_version = i.view_version;
+    a.view_base = i.view_base;
+  }
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
 }
@@ -379,9 +396,15 @@ static void run_output_hooks(const Node& n, Tensor* grads) {
   }
 }
 
-std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& given, bool retain_graph,
                                  bool create_graph, const std::vector<Tensor>& inputs) {
   GradModeGuard mode(create_graph);
+  // Without create_graph nothing the pass leaves behind may hold a history: a given gradient that
+  // has one (y.backward(y)) is used detached, or x.grad would keep y's graph alive, and that graph
+  // x: a reference cycle, never freed. A view is detached too, as its base holds a history.
+  std::vector<Tensor> grads = given;
+  for (Tensor& g : grads)
+    if (!create_graph && g.defined() && (g.requires_grad() || g.impl()->view_base)) g = g.detach();
   const bool accumulate = inputs.empty();
   Targets targets;
   for (const Tensor& in : inputs) {

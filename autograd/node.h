@@ -180,8 +180,10 @@ struct Node {
 
 // A tensor kept for backward, as PyTorch's SavedVariable keeps it, with the storage version at
 // the time it was saved: get() throws if the storage was modified in place since.
-//  - An input (or any tensor that is not the op's own output) is kept as it is, history and all,
-//    so a backward pass that records its graph (create_graph) differentiates through it.
+//  - An input (or any tensor that is not the op's own output) is kept with the history it has
+//    now, so a backward pass that records its graph (create_graph) differentiates through it. A
+//    non-leaf is kept as a new alias holding that grad_fn (an in-place op on the tensor later
+//    would otherwise make a cycle back to this node); a leaf that requires grad as itself.
 //  - The op's own output is kept as a detached alias: keeping it with its grad_fn would be a
 //    reference cycle (node -> saved output -> node). get() gives it back its history only while
 //    a graph is being recorded: it is only ever unpacked by its own node's backward, which the

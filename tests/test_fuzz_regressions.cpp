@@ -218,6 +218,67 @@ TEST(FuzzRegression, InPlaceOnViewWithItsBaseAsOperandDoesNotLeak) {
   EXPECT_TRUE(view.expired());
 }
 
+// api_corpus/SavedInputModifiedInPlaceDoesNotLeak: w = Linear(2, 1).weight; s = zeros_like(w);
+// s.add_(w); l = s.log(); s.add_(l) leaked the graph. log saved s itself (history and all); the
+// add_ then gave s a grad_fn whose edge leads to log's node, which held s: a cycle. PyTorch's
+// SavedVariable keeps the data and the grad_fn it had apart, so nothing points back; ag now saves
+// a non-leaf as a new alias with the history it had when saved. Backward through the saved
+// tensor still reports the in-place change (its storage version moved).
+TEST(FuzzRegression, SavedInputModifiedInPlaceDoesNotLeak) {
+  std::weak_ptr<ag::Node> log_node;
+  std::weak_ptr<ag::TensorImpl> s_impl;
+  {
+    ag::nn::Linear lin(2, 1);
+    Tensor s = ag::zeros_like(lin.weight);
+    s.add_(lin.weight, 0.5);
+    const Tensor l = s.log();
+    s.add_(l, 0.5);
+    log_node = l.grad_fn();
+    s_impl = s.impl_ptr();
+    EXPECT_THROW(s.sum().backward(), std::runtime_error);  // log's saved input was modified
+  }
+  EXPECT_TRUE(log_node.expired());
+  EXPECT_TRUE(s_impl.expired());
+  // A tensor that did not require grad when saved, later given a history by an in-place op.
+  std::weak_ptr<ag::Node> mul_node;
+  {
+    const Tensor a = ag::ones({2}, ag::Options().requires_grad(true));
+    Tensor b = ag::zeros({2});
+    const Tensor m = a * b;  // saves b
+    b.add_(m);               // b's history now leads to m's node
+    mul_node = m.grad_fn();
+  }
+  EXPECT_TRUE(mul_node.expired());
+}
+
+// api_corpus/BackwardWithGradientThatHasHistoryDoesNotLeak: x = zeros({}, float64, requires
+// grad); y = kl_div(x, x, "batchmean"); y.backward(y) stored in x.grad a view of y (SumBackward
+// expands the gradient), which held y, its graph and so x: a cycle. Without create_graph PyTorch
+// records nothing in backward, and x.grad has no history; ag now detaches such a gradient.
+TEST(FuzzRegression, BackwardWithGradientThatHasHistoryDoesNotLeak) {
+  std::weak_ptr<ag::Node> root;
+  std::weak_ptr<ag::TensorImpl> x_impl;
+  {
+    const Tensor x = ag::zeros({}, ag::Options(ag::kFloat64).requires_grad(true));
+    const Tensor y = ag::kl_div(x, x, "batchmean", false);
+    y.backward(y);
+    EXPECT_FALSE(x.grad().requires_grad());
+    EXPECT_FALSE(x.grad().grad_fn());
+    EXPECT_THROW(y.backward(y), std::runtime_error);  // its saved tensors were freed
+    root = y.grad_fn();
+    x_impl = x.impl_ptr();
+  }
+  EXPECT_TRUE(root.expired());
+  EXPECT_TRUE(x_impl.expired());
+  // The given gradient is a leaf that requires grad: x.grad is not that leaf (PyTorch: x.grad
+  // does not require grad), and the value passes through.
+  const Tensor x = ag::ones({2}, ag::Options().requires_grad(true));
+  const Tensor g = ag::full({2}, 3.0, ag::Options().requires_grad(true));
+  (x * 1.0).backward(g);
+  EXPECT_FALSE(x.grad().requires_grad());
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{3.0, 3.0}));
+}
+
 }  // namespace
 
 // api_corpus/EmptyTensorWithHugeDimsIsUsable: zeros({0, 2^62, 2}) is a valid empty tensor (its
