@@ -2,6 +2,8 @@
 // and leaf accumulation.
 #include <atomic>
 #include <stdexcept>
+#include <unordered_set>
+#include <vector>
 
 #include "autograd/functional.h"
 #include "autograd/inplace.h"
@@ -130,23 +132,18 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
   ++g_saved_count;
   if (g_keep_values) g_pending_saved.push_back({value_copy(t), t.impl()});
+  // Nothing is kept that an in-place op on t later could turn into a reference cycle (t's new
+  // grad_fn leading back to this node, which would hold t): the data is a new alias, and its
+  // history is the one t has now (PyTorch's SavedVariable keeps data and grad_fn apart too).
+  t_ = t.detach();
   if (is_output || !t.requires_grad()) {
-    t_ = t.detach();
   } else if (!t.impl()->grad_fn) {
-    t_ = t;  // a leaf that requires grad: gradients through it must reach its .grad
+    leaf_ = t.impl_ptr();  // a leaf that requires grad: gradients through it must reach its .grad
   } else {
-    // A non-leaf is kept as a new alias with the history it has now, as PyTorch's SavedVariable
-    // keeps data and grad_fn apart: were the tensor itself kept, an in-place op on it later would
-    // give it a grad_fn leading back to this node, a reference cycle that is never freed.
-    const TensorImpl& i = *t.impl();
-    t_ = t.detach();
     TensorImpl& a = *t_.impl();
     a.requires_grad = true;
-    a.grad_fn = i.grad_fn;
-    a.output_nr = i.output_nr;
-    a.is_view = i.is_view;
-    a.view_version = i.view_version;
-    a.view_base = i.view_base;
+    a.grad_fn = t.impl()->grad_fn;
+    a.output_nr = t.impl()->output_nr;
   }
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
@@ -171,6 +168,7 @@ Tensor SavedTensor::get() const {
     out.impl()->requires_grad = true;
     return out;
   }
+  if (std::shared_ptr<TensorImpl> leaf = leaf_.lock()) return Tensor(std::move(leaf));
   return t_;
 }
 
@@ -215,11 +213,29 @@ static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, s
         e.input_nr = impl->output_nr;
       } else {
         e.leaf = in.impl_ptr();
+        impl->leaf_in_graph = true;
       }
     }
     node->next.push_back(std::move(e));
   }
   return node;
+}
+
+void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl* leaf) {
+  if (!from) return;
+  std::vector<Node*> stack{from.get()};
+  std::unordered_set<Node*> seen{from.get()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Edge& e : n->next) {
+      if (e.leaf.get() == leaf) {
+        e.leaf = nullptr;
+        e.moved_leaf = true;
+      }
+      if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
 }
 
 static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
@@ -423,9 +439,17 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   static std::atomic<uint64_t> pass_counter{0};
   const uint64_t pass = ++pass_counter;
   std::vector<Node*> root_nodes;
-  // While recording, a pending gradient can have a history that leads back to its own node; if
-  // a rule throws, those must be dropped or the nodes would keep each other alive.
+  // While recording, a pending gradient can have a history that leads back to its own node (a
+  // root given itself as its gradient); those left when the pass ends (a rule threw, or the node
+  // was not needed: ag::grad of an input elsewhere) are dropped, or the nodes would keep each
+  // other alive.
   std::vector<std::shared_ptr<Node>> recording;
+  auto drop_recorded_pending = [&recording] {
+    for (const std::shared_ptr<Node>& n : recording) {
+      n->pending_grad = Tensor();
+      if (n->meta) n->meta->pending_more.clear();
+    }
+  };
   // Resets a node's scratch state the first time this pass meets it; false if already met.
   auto first_visit = [&](const std::shared_ptr<Node>& n) {
     if (n->visited_in == pass) return false;
@@ -583,6 +607,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         const Edge& e = edges[i];
         const bool has = i < node_grads.size() && node_grads[i].defined() && e.active();
         if (has) check_grad(node->name_, i, e, node_grads[i]);
+        if (e.moved_leaf && i < node_grads.size() && node_grads[i].defined())
+          throw std::runtime_error("[backward] leaf variable has been moved into the graph interior (" + node->name() +
+                                   "'s input " + std::to_string(i) + " was a leaf that an in-place op gave a history)");
         if (e.leaf) deliver_leaf(e.leaf, has ? node_grads[i] : Tensor());
         if (!e.fn || e.fn->needed <= 0) continue;
         Node* m = e.fn.get();
@@ -602,11 +629,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       lh->pending = 0;
       if (s.defined()) finish_leaf(leaf, std::move(s));
     }
+    drop_recorded_pending();
   } catch (...) {
-    for (const std::shared_ptr<Node>& n : recording) {
-      n->pending_grad = Tensor();
-      if (n->meta) n->meta->pending_more.clear();
-    }
+    drop_recorded_pending();
     for (const std::shared_ptr<TensorImpl>& leaf : hooked) {
       leaf->leaf_hooks->sum = Tensor();
       leaf->leaf_hooks->pending = 0;

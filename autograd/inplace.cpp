@@ -78,6 +78,9 @@ void take_history(const Tensor& self, const Tensor& from) {
   self.impl()->output_nr = from.impl()->output_nr;
   self.impl()->requires_grad = true;
   detail::rebase_retained(self, old_fn, old_nr);
+  // A former leaf that requires grad (requires_grad_(false) since) may be an edge of its own new
+  // history: those edges would hold it in a reference cycle, and it is a leaf no more.
+  if (!old_fn && self.impl()->leaf_in_graph) detail::drop_leaf_edges(self.grad_fn(), self.impl());
 }
 
 Tensor tracked_base(const Tensor& self, bool value_requires_grad, const char* op);

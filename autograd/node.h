@@ -30,6 +30,7 @@ struct Edge {
   std::shared_ptr<TensorImpl> leaf;
   Size shape;             // the input's shape: the engine checks every gradient against it
   uint32_t input_nr = 0;  // which output of `fn` the input is (0 but for multi-output nodes)
+  bool moved_leaf = false;  // went to a leaf that an in-place op has since given a history
   bool active() const { return fn || leaf; }
 };
 
@@ -181,9 +182,10 @@ struct Node {
 // A tensor kept for backward, as PyTorch's SavedVariable keeps it, with the storage version at
 // the time it was saved: get() throws if the storage was modified in place since.
 //  - An input (or any tensor that is not the op's own output) is kept with the history it has
-//    now, so a backward pass that records its graph (create_graph) differentiates through it. A
-//    non-leaf is kept as a new alias holding that grad_fn (an in-place op on the tensor later
-//    would otherwise make a cycle back to this node); a leaf that requires grad as itself.
+//    now, so a backward pass that records its graph (create_graph) differentiates through it: a
+//    non-leaf as a new alias holding that grad_fn, a leaf that requires grad by a weak reference
+//    (get() gives the leaf itself while it lives). Holding the tensor itself would let an
+//    in-place op on it later make a reference cycle (its new grad_fn leading back to this node).
 //  - The op's own output is kept as a detached alias: keeping it with its grad_fn would be a
 //    reference cycle (node -> saved output -> node). get() gives it back its history only while
 //    a graph is being recorded: it is only ever unpacked by its own node's backward, which the
@@ -195,7 +197,8 @@ class SavedTensor {
   Tensor get() const;
 
  private:
-  Tensor t_;
+  Tensor t_;                          // the data, detached (with its grad_fn for a non-leaf)
+  std::weak_ptr<TensorImpl> leaf_;    // a leaf that requires grad, while it lives
   uint64_t version_ = 0;
   bool is_output_ = false;
   uint32_t output_nr_ = 0;
@@ -223,6 +226,12 @@ BackwardObserver* backward_observer();
 // gradient follows the tensor to its new node, as in PyTorch. Hooks stay where they were.
 void rebase_retained(const Tensor& self, const std::shared_ptr<Node>& old_fn, uint32_t old_nr);
 void set_backward_observer(BackwardObserver* o);  // null: none
+
+// After an in-place op gave the leaf `leaf` a history starting at `from`: every edge into `leaf`
+// in the graph below `from` lets go of it (kept, the edges would hold it in a reference cycle
+// through its own history) and is marked moved_leaf: a gradient arriving there is PyTorch's
+// error "leaf variable has been moved into the graph interior".
+void drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl* leaf);
 
 // Runs `fn` once when the backward pass now running on this thread has finished (after every
 // gradient reached its .grad), as PyTorch's Variable._execution_engine.queue_callback. Outside a

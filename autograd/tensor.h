@@ -53,6 +53,7 @@ struct TensorImpl {
   uint32_t output_nr = 0;            // which output of grad_fn this tensor is
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf (or of a non-leaf that retains it)
   bool retains_grad = false;         // retain_grad() was called on this non-leaf
+  bool leaf_in_graph = false;        // a graph edge was made to this tensor as a leaf that requires grad
   // hooks on a leaf's gradient, and its AccumulateGrad node while one is held (next_functions)
   std::shared_ptr<detail::LeafHooks> leaf_hooks;
   // A view that is part of a graph remembers the storage version it was made at: if its base is

@@ -284,6 +284,38 @@ TEST(HigherOrderMemory, ABackwardWithoutCreateGraphRecordsNoNode) {
   w.set_grad({});
 }
 
+// x requires grad, m = x * y (or x * 2) uses it, x.requires_grad_(false), then x.add_(m): x's new
+// history leads to m's node, whose edge (and saved x) went to x as a leaf. PyTorch keeps both, a
+// cycle it never frees. Its backward raises the version error when m's node saved x, and "leaf
+// variable has been moved into the graph interior" when it did not. ag lets go of x there (a weak
+// reference for the saved leaf, the edge marked) and raises the same two errors.
+TEST(HigherOrderMemory, AFormerLeafGivenAHistoryInPlaceLeaksNothing) {
+  const int64_t baseline = live_nodes();
+  for (const bool saves_x : {true, false}) {
+    Tensor x = tensor({0.5, -1.0}, kFloat64).requires_grad_();
+    Tensor y = tensor({2.0, 3.0}, kFloat64).requires_grad_();
+    Tensor m = saves_x ? x * y : x * 2.0;
+    x.requires_grad_(false);
+    x.add_(m);
+    EXPECT_FALSE(x.is_leaf());
+    EXPECT_EQ(x.to_vector<double>(), saves_x ? (std::vector<double>{1.5, -4.0}) : (std::vector<double>{1.5, -3.0}));
+    const std::string expected = saves_x ? "modified by an inplace operation" : "leaf variable has been moved into the graph interior";
+    try {
+      sum(x).backward();
+      ADD_FAILURE() << "expected an error";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(live_nodes(), baseline);
+  {  // without the in-place op the leaf's gradient arrives as before
+    Tensor x = tensor({0.5, -1.0}, kFloat64).requires_grad_();
+    Tensor y = tensor({2.0, 3.0}, kFloat64).requires_grad_();
+    Tensor g = grad({sum(x * y)}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];  // y, through saved y
+    EXPECT_EQ(grad({sum(g * x)}, {y})[0].to_vector<double>(), (std::vector<double>{0.5, -1.0}));
+  }
+}
+
 TEST(HigherOrderMemory, ACreateGraphBackwardsGraphIsFreedWithItsTensors) {
   const int64_t baseline = live_nodes();
   for (int i = 0; i < 1000; ++i) {
