@@ -155,6 +155,17 @@ Tensor reciprocal(const Tensor& t);
 Tensor abs(const Tensor& t);
 Tensor sign(const Tensor& t);  // gradient 0 everywhere (SignBackward0)
 Tensor square(const Tensor& t);
+// Rounding, as PyTorch's: round is half to even (round(2.5) == 2, round(-0.5) == -0); with
+// `decimals`, nearbyint(x * 10^decimals) / 10^decimals in x's dtype (decimals < 0 rounds to tens,
+// hundreds, ...). int64 input is returned as it is (bool refused); frac = x - trunc(x) and
+// round(x, decimals) take floating point only. Gradients: zero (RoundBackward0 / RoundBackward1,
+// FloorBackward0, CeilBackward0, TruncBackward0), g for frac (FracBackward0).
+Tensor round(const Tensor& t);
+Tensor round(const Tensor& t, int64_t decimals);
+Tensor floor(const Tensor& t);
+Tensor ceil(const Tensor& t);
+Tensor trunc(const Tensor& t);
+Tensor frac(const Tensor& t);
 // clamp: at least one bound. An integer tensor stays int64 unless a bound has a fraction (then
 // float32). Gradient g where min <= t <= max, bounds included. A NaN bound: clamp with both
 // bounds gives NaN everywhere, with one it is ignored; clamp_min / clamp_max give NaN (PyTorch).

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 
 #include "autograd/inplace.h"
 #include "autograd/kernels/common.h"
+#include "autograd/node.h"
 #include "autograd/ops.h"
 
 namespace ag {
@@ -163,7 +165,179 @@ Tensor empty_like_layout(const Tensor& t, const Options& o) {
   return detail::alias(detail::make_tensor(Size{t.numel()}, dt), t.shape(), t.strides(), 0);
 }
 
+// A number as PyTorch's messages print it: -1, 1.5.
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// One Exp(lambd) sample: (-1 / lambd) log(1 - u), u of 53 bits, in double (one random64).
+double exponential_sample(Generator& g, double lambd) { return (-1.0 / lambd) * std::log(1.0 - g.unit_double()); }
+
+// multinomial without replacement, PyTorch 1.13's way (the Gumbel-max trick): every row is checked
+// first, then q ~ Exp(1) is drawn for all elements at once (memory order, as empty_like(p)), and
+// each row's samples are the indices of the largest p / q: argmax for one sample (the first
+// maximum; NaN counts as the largest), else topk's selection. topk keeps (value, index) pairs and
+// breaks no ties by index: partial_sort when 64 n <= C, else nth_element then a sort of the first
+// n - 1. Equal values come out in the order libstdc++'s algorithms leave them, which is the order
+// PyTorch's (built with the same library) gives.
+template <class T>
+void multinomial_without_replacement(const Tensor& p, int64_t n, int64_t* out, Generator& g) {
+  const int64_t rows = p.dim() == 2 ? p.size(0) : 1, cats = p.size(-1);
+  const std::vector<T> pv = p.to_vector<T>();
+  for (T v : pv)
+    if (!(v < std::numeric_limits<T>::infinity()) || !(v >= 0))
+      throw std::invalid_argument("[multinomial] probability tensor contains either `inf`, `nan` or element < 0");
+  for (int64_t r = 0; r < rows; ++r)
+    if (std::all_of(pv.begin() + r * cats, pv.begin() + (r + 1) * cats, [](T v) { return v == 0; }))
+      throw std::invalid_argument("[multinomial] invalid multinomial distribution (sum of probabilities <= 0)");
+  Tensor q = empty_like_layout(p, p.dtype());
+  {
+    GenLock lock(g.mutex());
+    T* d = q.data_ptr<T>();
+    for (int64_t o : memory_order(q)) d[o] = static_cast<T>(exponential_sample(g, 1.0));
+  }
+  const std::vector<T> qv = q.to_vector<T>();
+  using Pair = std::pair<T, int64_t>;
+  auto before = [](const Pair& a, const Pair& b) { return (std::isnan(a.first) && !std::isnan(b.first)) || a.first > b.first; };
+  std::vector<Pair> row(static_cast<std::size_t>(cats));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cats; ++j) row[j] = {static_cast<T>(pv[r * cats + j] / qv[r * cats + j]), j};
+    int64_t* o = out + r * n;
+    if (n == 1) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < cats && !std::isnan(row[best].first); ++j)
+        if (std::isnan(row[j].first) || row[j].first > row[best].first) best = j;
+      o[0] = best;
+      continue;
+    }
+    if (n * 64 <= cats) {
+      std::partial_sort(row.begin(), row.begin() + n, row.end(), before);
+    } else {
+      std::nth_element(row.begin(), row.begin() + (n - 1), row.end(), before);
+      std::sort(row.begin(), row.begin() + (n - 1), before);
+    }
+    for (int64_t k = 0; k < n; ++k) o[k] = row[k].second;
+  }
+}
+
+// multinomial with replacement, PyTorch 1.13's way, row by row: the cumulative distribution in
+// p's dtype (each entry checked), divided by its sum, its last entry set to 1; then each sample
+// is the first j with cum[j] >= u for a 53-bit uniform u (a binary search). A zero-probability
+// category after the first is never drawn. A bad row throws after the rows before it have drawn.
+template <class T>
+void multinomial_with_replacement(const Tensor& p, int64_t n, int64_t* out, Generator& g) {
+  const int64_t rows = p.dim() == 2 ? p.size(0) : 1, cats = p.size(-1);
+  const std::vector<T> pv = p.to_vector<T>();
+  std::vector<T> cum(static_cast<std::size_t>(cats));
+  GenLock lock(g.mutex());
+  for (int64_t r = 0; r < rows; ++r) {
+    T sum = 0;
+    for (int64_t j = 0; j < cats; ++j) {
+      const T v = pv[r * cats + j];
+      if (!(v >= 0))
+        throw std::invalid_argument("[multinomial] invalid multinomial distribution (encountering probability entry < 0)");
+      if (!std::isfinite(v))
+        throw std::invalid_argument("[multinomial] invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+      sum += v;
+      cum[j] = sum;
+    }
+    if (!(sum > 0)) throw std::invalid_argument("[multinomial] invalid multinomial distribution (sum of probabilities <= 0)");
+    for (T& c : cum) c /= sum;
+    cum[cats - 1] = 1;
+    for (int64_t k = 0; k < n; ++k) {
+      const double u = g.unit_double();
+      int64_t lo = 0, hi = cats;
+      while (hi > lo) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (static_cast<double>(cum[mid]) < u) lo = mid + 1;
+        else hi = mid;
+      }
+      out[r * n + k] = lo;
+    }
+  }
+}
+
 }  // namespace
+
+Tensor& exponential_(Tensor& t, double lambd, Generator* gen) {
+  if (!(lambd >= 0.0)) {
+    throw std::invalid_argument("[exponential_] exponential_ expects lambda >= 0.0, but found lambda=" + number_text(lambd));
+  }
+  detail::check_defined(t, "exponential_");
+  if (!is_floating(t.dtype()))
+    throw std::invalid_argument(std::string("[exponential_] \"exponential_cpu\" not implemented for '") +
+                                (t.dtype() == kBool ? "Bool" : "Long") + "'");
+  Generator& g = pick(gen);
+  detail::begin_inplace(t, "exponential_", false);
+  const std::vector<int64_t> offs = memory_order(t);
+  GenLock lock(g.mutex());
+  dispatch_float(t.dtype(), "exponential_", [&]<typename T>() {
+    T* d = static_cast<T*>(t.impl()->storage->data);
+    for (int64_t o : offs) d[o] = static_cast<T>(exponential_sample(g, lambd));
+  });
+  return t;
+}
+
+Tensor bernoulli(const Tensor& p, Generator* gen) {
+  detail::check_defined(p, "bernoulli");
+  if (!is_floating(p.dtype()))
+    throw std::invalid_argument(std::string("[bernoulli] \"bernoulli_tensor_cpu_p_\" not implemented for '") +
+                                (p.dtype() == kBool ? "Bool" : "Long") + "'");
+  Tensor y = detail::make_tensor(p.shape(), p.dtype(), "bernoulli");
+  Generator& g = pick(gen);
+  dispatch_float(p.dtype(), "bernoulli", [&]<typename T>() {
+    const std::vector<T> pv = p.to_vector<T>();
+    T* d = y.data_ptr<T>();
+    GenLock lock(g.mutex());
+    for (std::size_t i = 0; i < pv.size(); ++i) {
+      if (!(pv[i] >= 0 && pv[i] <= 1))
+        throw std::invalid_argument("[bernoulli] Expected p_in >= 0 && p_in <= 1 to be true, but got false (p has shape " +
+                                    p.shape().str() + ")");
+      // float32 p: 24 bits of one draw against p in float; float64 p: 53 bits of two, in double
+      if constexpr (std::is_same_v<T, float>) d[i] = g.unit_float() < pv[i] ? 1.0f : 0.0f;
+      else d[i] = g.unit_double() < pv[i] ? 1.0 : 0.0;
+    }
+  });
+  // y ~ Bernoulli(p) is piecewise constant in p  =>  dp = 0 (PyTorch's BernoulliBackward0)
+  if (needs_grad(p)) record(y, "BernoulliBackward0", {p}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  return y;
+}
+
+Tensor bernoulli(const Tensor& t, double p, Generator* gen) {
+  detail::check_defined(t, "bernoulli");
+  Tensor y = detail::make_tensor(t.shape(), t.dtype(), "bernoulli");
+  bernoulli_(y, p, gen);
+  y.impl()->storage->version = 0;
+  return y;
+}
+
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
+  detail::check_defined(probs, "multinomial");
+  if (probs.dim() != 1 && probs.dim() != 2)
+    throw std::invalid_argument("[multinomial] prob_dist must be 1 or 2 dim (got shape " + probs.shape().str() + ")");
+  if (!is_floating(probs.dtype()))
+    throw std::invalid_argument(std::string("[multinomial] multinomial only supports floating-point dtypes for input, got: ") +
+                                (probs.dtype() == kBool ? "Bool" : "Long"));
+  if (num_samples <= 0) throw std::invalid_argument("[multinomial] cannot sample n_sample <= 0 samples");
+  const int64_t cats = probs.size(-1);
+  if (!replacement && num_samples > cats) {
+    throw std::invalid_argument("[multinomial] cannot sample n_sample > prob_dist.size(-1) samples without replacement (" +
+                                std::to_string(num_samples) + " > " + std::to_string(cats) + ")");
+  }
+  if (cats > (int64_t{1} << 24)) throw std::invalid_argument("[multinomial] number of categories cannot exceed 2^24");
+  const int64_t rows = probs.dim() == 2 ? probs.size(0) : 1;
+  Tensor out = detail::make_tensor(probs.dim() == 2 ? Size{rows, num_samples} : Size{num_samples}, kInt64, "multinomial");
+  if (out.numel() == 0) return out;
+  Generator& g = pick(gen);
+  const Tensor p = probs.detach();
+  dispatch_float(p.dtype(), "multinomial", [&]<typename T>() {
+    if (replacement) multinomial_with_replacement<T>(p, num_samples, out.data_ptr<int64_t>(), g);
+    else multinomial_without_replacement<T>(p, num_samples, out.data_ptr<int64_t>(), g);
+  });
+  return out;
+}
 
 float avx_log(float x) {
   if (!(x > 0.0f)) return std::nanf("");
@@ -279,7 +453,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
 
 Tensor& bernoulli_(Tensor& t, double p, Generator* gen) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    throw std::invalid_argument("[bernoulli_] expects p to be in [0, 1], but got p=" + std::to_string(p));
+    throw std::invalid_argument("[bernoulli_] bernoulli_ expects p to be in [0, 1], but got p=" + number_text(p));
   }
   Generator& g = pick(gen);
   detail::begin_inplace(t, "bernoulli_", false);

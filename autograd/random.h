@@ -31,10 +31,28 @@ Tensor randint_like(const Tensor& t, int64_t low, int64_t high, Options o = {}, 
 // torch.randperm(n): a random permutation of 0..n-1.
 Tensor randperm(int64_t n, Options o = kInt64, Generator* gen = nullptr);
 
+// torch.bernoulli(p): 1 with probability p (a floating tensor, each entry in [0, 1]), else 0, in
+// p's dtype. Drawn in row-major order: float32 p compares 24 bits of one draw with p in float,
+// float64 p 53 bits of two (as PyTorch 1.13). Gradient zero (BernoulliBackward0).
+Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
+// torch.bernoulli(t, p): a tensor of t's shape and dtype, 1 with probability p (bernoulli_(p));
+// no gradient.
+Tensor bernoulli(const Tensor& t, double p, Generator* gen = nullptr);
+// torch.multinomial: num_samples category indices (int64) per row of probs (1-D (C) or 2-D (N,
+// C); non-negative weights, normalized here), drawn as PyTorch 1.13 draws them (the same samples
+// from the same seed). Without replacement: the Gumbel-max trick (Exp(1) noise for every entry,
+// then the largest p / q); with replacement: a binary search of the cumulative distribution.
+// Errors are PyTorch's: "cannot sample n_sample > prob_dist.size(-1) samples without
+// replacement", "invalid multinomial distribution (sum of probabilities <= 0)", ...
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false, Generator* gen = nullptr);
+
 // In place, filling elements in memory order (as PyTorch does for strided tensors).
 Tensor& uniform_(Tensor& t, double from = 0.0, double to = 1.0, Generator* gen = nullptr);
 Tensor& normal_(Tensor& t, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
 Tensor& bernoulli_(Tensor& t, double p = 0.5, Generator* gen = nullptr);  // 1 with probability p
+// Exp(lambd) samples: (-1 / lambd) log(1 - u) for a 53-bit uniform u, in double, then rounded to
+// t's dtype (floating only).
+Tensor& exponential_(Tensor& t, double lambd = 1.0, Generator* gen = nullptr);
 
 // The float32 log and sincos of PyTorch's AVX2 normal kernel (avx_mathfun polynomials), exposed
 // for their unit tests.

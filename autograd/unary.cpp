@@ -1,10 +1,11 @@
 // Unary elementwise ops: neg, exp, log, sqrt, tanh, sigmoid, relu, erf, gelu, pow with a scalar
-// exponent, sin, cos, log1p, expm1, rsqrt, reciprocal, sign, abs, square, clamp (and clamp_min,
-// clamp_max), softplus, silu, leaky_relu, elu. Each rule is written in ag ops, so a backward pass
-// that records its graph (create_graph) can be differentiated again; the loops (forward, and for
-// some rules the same rule as one fused pass for when nothing is recorded) are in
-// kernels/unary.cpp.
+// exponent, sin, cos, log1p, expm1, rsqrt, reciprocal, sign, abs, square, round, floor, ceil,
+// trunc, frac, clamp (and clamp_min, clamp_max), softplus, silu, leaky_relu, elu. Each rule is
+// written in ag ops, so a backward pass that records its graph (create_graph) can be
+// differentiated again; the loops (forward, and for some rules the same rule as one fused pass
+// for when nothing is recorded) are in kernels/unary.cpp.
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 
@@ -248,6 +249,37 @@ Tensor abs(const Tensor& x) {
 Tensor square(const Tensor& x) {
   detail::check_defined(x, "square");
   return is_floating(x.dtype()) ? pow(x, 2.0) : kernels::square_int(x);
+}
+
+// ---- rounding: round (half to even), floor, ceil, trunc, frac ----
+
+namespace {
+
+// y = f(x) for a piecewise constant f  =>  dx = 0 (PyTorch's RoundBackward0, FloorBackward0, ...
+// give zeros, also at the jumps). int64 x is returned whole (a copy); it cannot require grad.
+Tensor piecewise_constant(const Tensor& x, const char* op, const char* name, const std::function<Tensor(const Tensor&)>& kernel) {
+  detail::check_defined(x, op);
+  Tensor y = kernel(x);
+  if (needs_grad(x)) record(y, name, {x}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  return y;
+}
+
+}  // namespace
+
+Tensor round(const Tensor& x) { return piecewise_constant(x, "round", "RoundBackward0", kernels::round); }
+Tensor round(const Tensor& x, int64_t decimals) {
+  return piecewise_constant(x, "round", "RoundBackward1", [decimals](const Tensor& x) { return kernels::round_decimals(x, decimals); });
+}
+Tensor floor(const Tensor& x) { return piecewise_constant(x, "floor", "FloorBackward0", kernels::floor); }
+Tensor ceil(const Tensor& x) { return piecewise_constant(x, "ceil", "CeilBackward0", kernels::ceil); }
+Tensor trunc(const Tensor& x) { return piecewise_constant(x, "trunc", "TruncBackward0", kernels::trunc); }
+
+// y = x - trunc(x)  =>  dx = g
+Tensor frac(const Tensor& x) {
+  detail::check_defined(x, "frac");
+  Tensor y = kernels::frac(x);
+  if (needs_grad(x)) record(y, "FracBackward0", {x}, [](const Tensor& g) -> Grads { return {g}; });
+  return y;
 }
 
 // ---- clamp ----

@@ -118,6 +118,24 @@ std::vector<OpInfo> elementwise_ops() {
   sign_op.order = 0;
   sign_op.fuzz = nullptr;
 
+  // rounding: piecewise constant, gradient 0 everywhere (RoundBackward0, ...); int64 input is
+  // returned as it is, so these are not floating_only. frac's gradient is g; it jumps at whole
+  // numbers, so its inputs stay within (1.1, 1.9).
+  auto rounding = [](std::string name, std::function<Tensor(const Tensor&)> f, bool floating_only = false) {
+    OpInfo op = unary(name, "torch." + name + "(x[0])", std::move(f), {}, floating_only);
+    op.order = 0;
+    op.fuzz = nullptr;
+    return op;
+  };
+  OpInfo round_decimals = rounding("round", [](const Tensor& a) { return round(a, 1); }, true);
+  round_decimals.name = "round_decimals";
+  round_decimals.torch = "torch.round(x[0], decimals=1)";
+  OpInfo round_negative_decimals = rounding("round", [](const Tensor& a) { return round(a * 30.0, -1); }, true);
+  round_negative_decimals.name = "round_negative_decimals";
+  round_negative_decimals.torch = "torch.round(x[0] * 30, decimals=-1)";
+  OpInfo frac_op = unary("frac", "torch.frac(x[0])", [](const Tensor& a) { return frac(a); }, Domain{1.1, 1.9}, true);
+  frac_op.fuzz = elementwise_fuzz([](const Tensor& a) { return frac(a); }, "frac", Domain{1.1, 1.9});
+
   // where: cond of x[0]'s shape, x[1] broadcast to it
   OpInfo where_op = binary("where", "torch.where(" + kEvenMask + ", x[0], x[1])",
                            [](const Tensor& a, const Tensor& b) { return where(even_mask(a.shape()), a, b); });
@@ -145,6 +163,13 @@ std::vector<OpInfo> elementwise_ops() {
       unary("abs", "torch.abs(x[0])", [](const Tensor& a) { return abs(a); }),
       unary("square", "torch.square(x[0])", [](const Tensor& a) { return square(a); }),
       sign_op,
+      rounding("round", [](const Tensor& a) { return round(a); }),
+      round_decimals,
+      round_negative_decimals,
+      rounding("floor", [](const Tensor& a) { return floor(a); }),
+      rounding("ceil", [](const Tensor& a) { return ceil(a); }),
+      rounding("trunc", [](const Tensor& a) { return trunc(a); }),
+      frac_op,
       unary("clamp", "torch.clamp(x[0], -0.5, 0.5)", [](const Tensor& a) { return clamp(a, -0.5, 0.5); }),
       unary("clamp_min_only", "torch.clamp(x[0], min=-0.5)", [](const Tensor& a) { return clamp(a, -0.5, std::nullopt); }),
       unary("clamp_max_only", "torch.clamp(x[0], max=0.5)", [](const Tensor& a) { return clamp(a, std::nullopt, 0.5); }),

@@ -338,5 +338,18 @@ TEST(FuzzRegression, EmptyTensorWithHugeDimsIsUsable) {
   // api_corpus/EmptyTensorWithHugeDimsTriu: triu's rows * cols overflowed (UB)
   EXPECT_EQ(ag::zeros({0, int64_t{1} << 62, 2}).triu().numel(), 0);
   EXPECT_EQ(ag::zeros({0, int64_t{1} << 62, 2}).tril(1).numel(), 0);
+  // api_corpus/EmptyTensorWithHugeDimsIndexSelect: index_select of a (2^31, 0) tensor along dim 1
+  // with an empty index walked its 2^31 empty rows (19 s under the fuzzer's sanitizers), and so
+  // did its backward's scatter
+  Tensor h = ag::zeros({int64_t{1} << 31, 0}).requires_grad_();
+  Tensor hs = h.index_select(1, ag::from_vector(std::vector<int64_t>{}, {0}));
+  EXPECT_EQ(hs.shape(), (ag::Size{int64_t{1} << 31, 0}));
+  hs.sum().backward();
+  EXPECT_EQ(h.grad().shape(), h.shape());
+  // (found probing every reduction with such shapes) prod's backward over 0 rows of 2^40
+  // elements allocated its 2^40-element scratch row
+  Tensor p = ag::zeros({0, int64_t{1} << 40}).requires_grad_();
+  ag::prod(p, 1).sum().backward();
+  EXPECT_EQ(p.grad().shape(), p.shape());
 }
 }  // namespace

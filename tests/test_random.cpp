@@ -94,6 +94,27 @@ Tensor run(const std::string& line) {
   }
   if (k == "dropout") return dropout(ones(dims(b)), std::stod(a));
   if (k == "dropout_randn") return dropout(randn(dims(b)), std::stod(a));
+  if (k == "multinomial") {  // multinomial DT shape n replacement kind (see make_rng_golden.py)
+    std::string kind;
+    is >> kind;
+    const std::vector<int64_t> shape = dims(b);
+    Tensor p = kind == "t" ? rand({shape[1], shape[0]}, dtype_of(a)).t() : rand(shape, dtype_of(a));
+    if (kind == "sparse") p = p * gt(p, 0.7);
+    if (kind == "ties") p = floor(p * 3.0);
+    return multinomial(p, std::stoll(c), d == "1");
+  }
+  if (k == "multinomial_list") {
+    std::vector<double> v;
+    std::istringstream vs(d);
+    for (std::string x; std::getline(vs, x, ',');) v.push_back(std::stod(x));
+    return multinomial(from_vector(v, {static_cast<int64_t>(v.size())}, dtype_of(a)), std::stoll(b), c == "1");
+  }
+  if (k == "bernoulli_p") return bernoulli(rand(dims(b), dtype_of(a)));
+  if (k == "bernoulli_scalar") return bernoulli(zeros(dims(b), dtype_of(a)), std::stod(c));
+  if (k == "exponential") {
+    Tensor t = empty(dims(b), dtype_of(a));
+    return exponential_(t, std::stod(c));
+  }
   throw std::runtime_error("unknown golden op " + k);
 }
 
@@ -265,7 +286,7 @@ TEST(Random, GoldenSequencesBitForBit) {
     }
     ++cases;
   }
-  EXPECT_GE(cases, 25);
+  EXPECT_GE(cases, 35);
   EXPECT_GE(compared, 3000);
 }
 

@@ -15,10 +15,11 @@ namespace {
 // out[.., idx[j], ..] += alpha * src[.., j, ..] over a contiguous out (the scatter of index_add,
 // and the backward of gather).
 void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::vector<int64_t>& idx, double alpha = 1.0) {
+  if (src0.numel() == 0) return;  // nothing to add (and the loop counts below may be huge)
   const Tensor src = src0.contiguous();
   const Size& shape = out.shape();
   const int64_t n = shape[dim], k = static_cast<int64_t>(idx.size());
-  uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact unless the tensor is empty (then unused)
+  uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact, as src (outer, k, in) is not empty
   for (int64_t d = dim + 1; d < shape.size(); ++d) uin *= static_cast<uint64_t>(shape[d]);
   for (int64_t d = 0; d < dim; ++d) uouter *= static_cast<uint64_t>(shape[d]);
   const auto in = static_cast<int64_t>(uin), outer = static_cast<int64_t>(uouter);
@@ -48,8 +49,9 @@ Tensor gather(const Tensor& src, int64_t dim, const std::vector<int64_t>& idx) {
   Size os = s.shape();
   os[dim] = static_cast<int64_t>(idx.size());
   Tensor out = detail::make_tensor(os, s.dtype());
+  if (out.numel() == 0) return out;  // an empty (2^31, 0) result must not loop 2^31 times
   const int64_t n = s.shape()[dim];
-  uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact unless the tensor is empty (then unused)
+  uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact, as out (outer, k, in) is not empty
   for (int64_t d = dim + 1; d < s.dim(); ++d) uin *= static_cast<uint64_t>(s.shape()[d]);
   for (int64_t d = 0; d < dim; ++d) uouter *= static_cast<uint64_t>(s.shape()[d]);
   const auto in = static_cast<int64_t>(uin), outer = static_cast<int64_t>(uouter);

@@ -258,6 +258,7 @@ Tensor prod_backward(const Tensor& gi, const Tensor& x, const DimVector& mask) {
   const Tensor rows = rows_of(x, mask, n, &perm);
   const Tensor gc = gi.contiguous();  // one value per row
   Tensor r = detail::make_tensor(rows.shape(), x.dtype());
+  if (r.numel() == 0) return from_rows(r, perm);  // no scratch row of a huge dim for no rows
   dispatch_float(x.dtype(), "prod_backward", [&]<typename T>() {
     const T* pg = gc.data_ptr<T>();
     T* q = r.data_ptr<T>();

@@ -114,6 +114,48 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
   });
 }
 
+namespace {
+
+// f(x) for the rounding ops: x's floating dtype, an int64 copy of int64 x, bool refused as
+// PyTorch refuses it (its kernel is named <op>_vml_cpu).
+template <class F>
+Tensor map_rounding(const Tensor& x, const char* op, F f) {
+  if (x.dtype() == kBool) throw std::invalid_argument(std::string("[") + op + "] \"" + op + "_vml_cpu\" not implemented for 'Bool'");
+  if (x.dtype() == kInt64) return detail::map_unary<int64_t, int64_t>(x, kInt64, [](int64_t v) { return v; });
+  return map_floating(x, op, f);
+}
+
+// PyTorch refuses integer and bool input to frac and round(decimals): "frac_cpu" not implemented for 'Long'.
+void require_floating(const Tensor& x, const char* op, const char* kernel) {
+  if (is_floating(x.dtype())) return;
+  throw std::invalid_argument(std::string("[") + op + "] \"" + kernel + "\" not implemented for '" +
+                              (x.dtype() == kBool ? "Bool" : "Long") + "'");
+}
+
+}  // namespace
+
+Tensor round(const Tensor& x) { return map_rounding(x, "round", [](auto v) { return std::nearbyint(v); }); }
+Tensor floor(const Tensor& x) { return map_rounding(x, "floor", [](auto v) { return std::floor(v); }); }
+Tensor ceil(const Tensor& x) { return map_rounding(x, "ceil", [](auto v) { return std::ceil(v); }); }
+Tensor trunc(const Tensor& x) { return map_rounding(x, "trunc", [](auto v) { return std::trunc(v); }); }
+
+// x - trunc(x): -0.0 gives +0.0 and +-inf gives NaN, as PyTorch's
+Tensor frac(const Tensor& x) {
+  require_floating(x, "frac", "frac_cpu");
+  return map_floating(x, "frac", [](auto v) { return v - std::trunc(v); });
+}
+
+Tensor round_decimals(const Tensor& x, int64_t decimals) {
+  require_floating(x, "round", "round_cpu");
+  const bool negative = decimals < 0;
+  const double power = std::pow(10.0, negative ? -static_cast<double>(decimals) : static_cast<double>(decimals));
+  return map_floating(x, "round", [negative, power](auto v) {
+    using T = decltype(v);
+    const T p = static_cast<T>(power);
+    return negative ? static_cast<T>(std::nearbyint(v / p) * p) : static_cast<T>(std::nearbyint(v * p) / p);
+  });
+}
+
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   return map_floating(x, "softplus", [beta, threshold](auto v) {
     using T = decltype(v);

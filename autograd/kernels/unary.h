@@ -33,6 +33,18 @@ Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor square_int(const Tensor& x);  // int64 or bool x -> int64 x * x (float squares are pow(x, 2))
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi);  // x's dtype
+// rounding: floating x in its own dtype, int64 x copied (already whole), bool refused with
+// PyTorch's words ("round_vml_cpu" not implemented for 'Bool'). round is half to even
+// (std::nearbyint in the default rounding mode); frac (x - trunc(x)) and round_decimals are
+// floating point only.
+Tensor round(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor frac(const Tensor& x);
+// PyTorch's round(x, decimals) in x's dtype: nearbyint(x * 10^d) / 10^d, or for d < 0
+// nearbyint(x / 10^-d) * 10^-d, with the power of ten rounded to x's dtype first
+Tensor round_decimals(const Tensor& x, int64_t decimals);
 // floating point only
 Tensor softplus(const Tensor& x, double beta, double threshold);
 Tensor silu(const Tensor& x);

@@ -23,6 +23,15 @@ def num(v):
     return repr(float(v))
 
 
+def finite_or_text(v):
+    """A number or nested list for JSON, which has no inf or NaN: those become "inf", "-inf", "nan"."""
+    if isinstance(v, list):
+        return [finite_or_text(e) for e in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
 def tensor_line(t):
     shape = " ".join(str(s) for s in t.shape)
     vals = " ".join(num(v) for v in t.detach().reshape(-1).double().tolist())

@@ -65,6 +65,29 @@ def run(op):
     if k == "dropout_randn":  # dropout of a randn input (the input draw comes first)
         x = torch.randn(dims(w[2]))
         return torch.nn.Dropout(float(w[1]))(x)
+    # multinomial over probabilities drawn first (the draws carry on): "rand" uniform weights,
+    # "sparse" most of them zeroed, "ties" floor(3 u) (many equal values and zeros), "t" the
+    # transpose of a rand (C, R) tensor (non-contiguous rows)
+    if k == "multinomial":
+        shape, n, repl, kind = dims(w[2]), int(w[3]), w[4] == "1", w[5]
+        if kind == "t":
+            p = torch.rand(shape[::-1], dtype=DT[w[1]]).t()
+        else:
+            p = torch.rand(shape, dtype=DT[w[1]])
+        if kind == "sparse":
+            p = p * (p > 0.7)
+        if kind == "ties":
+            p = torch.floor(p * 3)
+        return torch.multinomial(p, n, replacement=repl)
+    if k == "multinomial_list":  # given weights, 1-D
+        p = torch.tensor([float(v) for v in w[4].split(",")], dtype=DT[w[1]])
+        return torch.multinomial(p, int(w[2]), replacement=w[3] == "1")
+    if k == "bernoulli_p":  # torch.bernoulli(p) of p = rand(shape)
+        return torch.bernoulli(torch.rand(dims(w[2]), dtype=DT[w[1]]))
+    if k == "bernoulli_scalar":  # torch.bernoulli(t, p)
+        return torch.bernoulli(torch.zeros(dims(w[2]), dtype=DT[w[1]]), float(w[3]))
+    if k == "exponential":
+        return torch.empty(dims(w[2]), dtype=DT[w[1]]).exponential_(float(w[3]))
     raise ValueError(k)
 
 
@@ -97,6 +120,25 @@ CASES = [
     ("embedding_50000_3", 123, ["embedding 50000 3"]),
     ("dropout_ones", 123, ["dropout 0.3 6,6", "dropout 0.5 40", "dropout 0.1 3,7", "dropout 0.9 25"]),
     ("dropout_randn", 4, ["dropout_randn 0.2 5,5"]),
+    # multinomial: one and several samples, with and without replacement, 1-D and 2-D, both dtypes;
+    # "rand float32 3" after each checks how many draws it used
+    ("multinomial_one_sample", 123, ["multinomial float32 27 1 0 rand", "rand float32 3", "multinomial float64 4,10 1 0 rand",
+                                     "multinomial float32 4,10 1 1 rand", "rand float32 3"]),
+    ("multinomial_without_replacement", 7, ["multinomial float32 30 5 0 rand", "multinomial float64 3,9 9 0 rand",
+                                            "multinomial float32 2,700 4 0 rand", "multinomial float32 5,6 3 0 t",
+                                            "rand float32 3"]),
+    ("multinomial_with_replacement", 11, ["multinomial float32 30 50 1 rand", "multinomial float64 3,9 20 1 rand",
+                                          "multinomial float32 5,6 4 1 t", "rand float32 3"]),
+    ("multinomial_zeros_and_ties", 0, ["multinomial_list float32 8 0 0,1,0,0,2,0,0,0", "multinomial float32 6,40 12 0 ties",
+                                       "multinomial float32 6,40 12 0 sparse", "multinomial float64 6,40 30 1 sparse",
+                                       "multinomial float32 6,40 30 1 ties", "rand float32 3"]),
+    ("multinomial_makemore", 2147483647, ["multinomial float32 27 1 1 rand", "multinomial_list float32 1 1 0.1,0.2,0.3,0.4",
+                                          "multinomial_list float64 8 1 0.1,0.2,0.3,0.4", "rand float32 3"]),
+    ("bernoulli_p", 123, ["bernoulli_p float32 8", "bernoulli_p float64 3,5", "bernoulli_scalar float32 8 0.5",
+                          "bernoulli_scalar float64 6 0.25", "rand float32 3"]),
+    ("exponential", 123, ["exponential float32 3 1.0", "exponential float64 5 2.5", "exponential float32 40 0.5",
+                          "rand float32 3"]),
+    ("randperm_seeds", 5, ["randperm 1", "randperm 2", "randperm 30", "randperm 100", "rand float32 3"]),
 ]
 
 PICK_OVER = 2048

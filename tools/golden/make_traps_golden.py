@@ -7,10 +7,11 @@ strides and whether .view(-1) works; value cases: numbers, NaN and inf as text).
 The case names are the C++ test's keys; each case below says the call.
 """
 import json
-import math
 import os
 
 import torch
+
+from make_golden import finite_or_text  # JSON has no inf: "inf" / "-inf" / "nan" as text
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,14 +100,6 @@ layout("layout_expanded_times_transposed", torch.randn(3, 1, dtype=torch.float64
 
 # values where ag used to differ (found by review): saturated binary cross entropy, pow's gradient
 # at 0, infinite and huge scalars, masked_fill's layout
-def finite_or_text(v):  # JSON has no inf: "inf" / "-inf" / "nan" as text
-    if isinstance(v, list):
-        return [finite_or_text(e) for e in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    return v
-
-
 def values(name, **tensors):
     cases[name] = {k: finite_or_text(v.tolist() if torch.is_tensor(v) else v) for k, v in tensors.items()}
 

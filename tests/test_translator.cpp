@@ -1,0 +1,156 @@
+// What a translator of PyTorch code reaches for (issue 26): rounding at the values where rounding
+// rules differ, multinomial / bernoulli / exponential_ errors, the method forms and the creation
+// overloads. Golden values: tests/golden/translator.json (tools/golden/make_translator_golden.py);
+// the random draws themselves are checked bit for bit in test_random.cpp (rng_cases.txt).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "golden_json.h"
+
+using namespace ag;
+
+namespace {
+
+const nlohmann::json& golden(const std::string& key) { return testutil::golden_json("translator.json").at(key); }
+
+double number(const nlohmann::json& v) {
+  if (v.is_string()) return v == "nan" ? std::nan("") : v == "inf" ? INFINITY : -INFINITY;
+  return v.get<double>();
+}
+
+// Values equal to PyTorch's exactly: NaN where it has NaN, and the sign of a zero.
+void expect_same(const Tensor& got, const nlohmann::json& want, const std::string& what) {
+  const std::vector<double> g = got.to_vector<double>();
+  ASSERT_EQ(g.size(), want.size()) << what;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double w = number(want[i]);
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g[i])) << what << " element " << i;
+    } else {
+      EXPECT_EQ(g[i], w) << what << " element " << i;
+      EXPECT_EQ(std::signbit(g[i]), std::signbit(w)) << what << " element " << i << " (sign of zero)";
+    }
+  }
+}
+
+Tensor input(const nlohmann::json& values, DType dt) {
+  std::vector<double> v;
+  for (const auto& e : values) v.push_back(number(e));
+  return from_vector(v, {static_cast<int64_t>(v.size())}, dt);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(Rounding, HalvesZerosNanAndInfAsPyTorch) {
+  for (const auto& [name, dt] : {std::pair{"float32", kFloat32}, std::pair{"float64", kFloat64}}) {
+    const auto& c = golden(std::string("rounding_") + name);
+    const Tensor x = input(c.at("x"), dt);
+    expect_same(round(x), c.at("round"), std::string("round ") + name);
+    expect_same(floor(x), c.at("floor"), std::string("floor ") + name);
+    expect_same(ceil(x), c.at("ceil"), std::string("ceil ") + name);
+    expect_same(trunc(x), c.at("trunc"), std::string("trunc ") + name);
+    expect_same(frac(x), c.at("frac"), std::string("frac ") + name);
+    EXPECT_EQ(round(x).dtype(), dt);
+  }
+  // half to even, unlike std::round
+  EXPECT_EQ(round(tensor({0.5, 1.5, 2.5, -2.5})).to_vector<double>(), (std::vector<double>{0, 2, 2, -2}));
+}
+
+TEST(Rounding, RoundWithDecimalsAsPyTorch) {
+  for (const auto& [name, dt] : {std::pair{"float32", kFloat32}, std::pair{"float64", kFloat64}}) {
+    const auto& c = golden(std::string("round_decimals_") + name);
+    const Tensor x = input(c.at("x"), dt);
+    for (int d = -2; d <= 3; ++d) expect_same(round(x, d), c.at(std::to_string(d)), std::string("round decimals ") + std::to_string(d) + " " + name);
+  }
+}
+
+TEST(Rounding, IntegersStayAsTheyAreBoolAndIntegerFracAreRefused) {
+  const Tensor i = tensor({1, -2, 3});
+  for (const Tensor& y : {round(i), floor(i), ceil(i), trunc(i)}) {
+    EXPECT_EQ(y.dtype(), kInt64);
+    EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{1, -2, 3}));
+    EXPECT_FALSE(y.shares_storage(i));
+  }
+  EXPECT_NE(error_of([&] { frac(i); }).find("\"frac_cpu\" not implemented for 'Long'"), std::string::npos);
+  EXPECT_NE(error_of([&] { round(i, 1); }).find("\"round_cpu\" not implemented for 'Long'"), std::string::npos);
+  const Tensor b = tensor({true, false});
+  EXPECT_NE(error_of([&] { round(b); }).find("\"round_vml_cpu\" not implemented for 'Bool'"), std::string::npos);
+  EXPECT_NE(error_of([&] { floor(b); }).find("\"floor_vml_cpu\" not implemented for 'Bool'"), std::string::npos);
+  EXPECT_NE(error_of([&] { frac(b); }).find("\"frac_cpu\" not implemented for 'Bool'"), std::string::npos);
+}
+
+TEST(Rounding, GradientsAreZeroExceptFracs) {
+  Tensor x = tensor({0.3, 1.7, -2.5}, kFloat64).requires_grad_();
+  Tensor w = tensor({1.0, 2.0, 3.0}, kFloat64);
+  sum((round(x) + floor(x) + ceil(x) + trunc(x) + round(x, 1)) * w).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  x.set_grad({});
+  sum(frac(x) * w).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(round(x, 2).grad_fn()->name(), "RoundBackward1");
+  EXPECT_EQ(frac(x).grad_fn()->name(), "FracBackward0");
+}
+
+TEST(Sampling, MultinomialErrorsArePyTorchs) {
+  auto msg = [](const std::function<void()>& f) { return error_of(f); };
+  auto has = [](const std::string& m, const std::string& key) { return m.find(key) != std::string::npos; };
+  EXPECT_TRUE(has(msg([] { multinomial(ones({2, 2, 2}), 1); }), "prob_dist must be 1 or 2 dim"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor(1.0), 1); }), "prob_dist must be 1 or 2 dim"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor({1, 2}), 1); }), "multinomial only supports floating-point dtypes for input, got: Long"));
+  EXPECT_TRUE(has(msg([] { multinomial(ones({3}), 0); }), "cannot sample n_sample <= 0 samples"));
+  EXPECT_TRUE(has(msg([] { multinomial(ones({3}), 4); }), "cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor({1.0, -1.0}), 1); }), "probability tensor contains either `inf`, `nan` or element < 0"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor({1.0, NAN}), 1); }), "probability tensor contains either `inf`, `nan` or element < 0"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor({{1.0, 1.0}, {0.0, 0.0}}), 1); }), "invalid multinomial distribution (sum of probabilities <= 0)"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor({1.0, -1.0}), 2, true); }), "invalid multinomial distribution (encountering probability entry < 0)"));
+  EXPECT_TRUE(has(msg([] { multinomial(tensor({1.0, INFINITY}), 2, true); }),
+                  "invalid multinomial distribution (encountering probability entry = infinity or NaN)"));
+  EXPECT_TRUE(has(msg([] { multinomial(zeros({3}), 2, true); }), "invalid multinomial distribution (sum of probabilities <= 0)"));
+  // with replacement, more samples than categories; no rows: no draws
+  EXPECT_EQ(multinomial(ones({2}), 5, true).sizes(), (Size{5}));
+  Generator g(3);
+  EXPECT_EQ(multinomial(ones({0, 3}), 2, false, &g).sizes(), (Size{0, 2}));
+  EXPECT_EQ(g.random(), Generator(3).random());
+  // the samples are int64 and never require grad
+  Tensor p = tensor({0.2, 0.8}).requires_grad_();
+  Tensor m = multinomial(p, 2);
+  EXPECT_EQ(m.dtype(), kInt64);
+  EXPECT_FALSE(m.requires_grad());
+  // a zero-probability category is never drawn with replacement (but the first, only at u == 0)
+  Tensor many = multinomial(tensor({0.0, 1.0, 0.0, 3.0}), 200, true);
+  for (int64_t v : many.to_vector<int64_t>()) EXPECT_TRUE(v == 1 || v == 3) << v;
+}
+
+TEST(Sampling, BernoulliAndExponentialErrorsArePyTorchs) {
+  auto has = [](const std::function<void()>& f, const std::string& key) { return error_of(f).find(key) != std::string::npos; };
+  EXPECT_TRUE(has([] { bernoulli(tensor({0.5, 1.5})); }, "Expected p_in >= 0 && p_in <= 1 to be true, but got false"));
+  EXPECT_TRUE(has([] { bernoulli(tensor({0, 1})); }, "\"bernoulli_tensor_cpu_p_\" not implemented for 'Long'"));
+  EXPECT_TRUE(has([] { bernoulli(ones({2}), 1.5); }, "bernoulli_ expects p to be in [0, 1], but got p=1.5"));
+  EXPECT_TRUE(has([] { Tensor t = empty({3}); exponential_(t, -1.5); }, "exponential_ expects lambda >= 0.0, but found lambda=-1.5"));
+  // bernoulli(p): zero gradient (BernoulliBackward0); bernoulli(t, p) has none; int64 t stays int64
+  Tensor p = tensor({0.2, 0.7}).requires_grad_();
+  Tensor y = bernoulli(p);
+  EXPECT_EQ(y.grad_fn()->name(), "BernoulliBackward0");
+  sum(y * 3.0).backward();
+  EXPECT_EQ(p.grad().to_vector<double>(), (std::vector<double>{0, 0}));
+  EXPECT_FALSE(bernoulli(p, 0.5).requires_grad());
+  EXPECT_EQ(bernoulli(tensor({0, 1}), 0.5).dtype(), kInt64);
+  // lambda 0 gives inf, as PyTorch
+  Tensor e = empty({2});
+  exponential_(e, 0.0);
+  EXPECT_TRUE(std::isinf(e.to_vector<double>()[0]));
+}
