@@ -50,12 +50,18 @@ Tensor full_int(const DimVector& shape, int64_t value, Options o) {
 Tensor zeros(const DimVector& shape, Options o) { return filled(shape, 0.0, o, "zeros"); }
 Tensor ones(const DimVector& shape, Options o) { return filled(shape, 1.0, o, "ones"); }
 
-Tensor empty_like(const Tensor& t) { return make_tensor(t.shape(), t.dtype()); }
-Tensor zeros_like(const Tensor& t) { return full(t.shape().vec(), 0.0, t.dtype()); }
-Tensor ones_like(const Tensor& t) { return full(t.shape().vec(), 1.0, t.dtype()); }
-Tensor full_like(const Tensor& t, double value) { return full(t.shape().vec(), value, t.dtype()); }
+// t's dtype unless o gives one
+static Options like(const Tensor& t, Options o) {
+  detail::check_defined(t, "_like");
+  return o.dtype_set ? o : o.dtype(t.dtype());
+}
+Tensor empty_like(const Tensor& t, Options o) { return empty(t.shape().vec(), like(t, o)); }
+Tensor zeros_like(const Tensor& t, Options o) { return full(t.shape().vec(), 0.0, like(t, o)); }
+Tensor ones_like(const Tensor& t, Options o) { return full(t.shape().vec(), 1.0, like(t, o)); }
+Tensor full_like(const Tensor& t, double value, Options o) { return full(t.shape().vec(), value, like(t, o)); }
 
 Tensor arange(double end, Options o) { return arange(0.0, end, 1.0, o); }
+Tensor arange(double start, double end, Options o) { return arange(start, end, 1.0, o); }
 
 Tensor arange(double start, double end, double step, Options o) {
   if (step == 0) throw std::invalid_argument("[arange] step must be nonzero");

@@ -645,7 +645,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   return captured;
 }
 
-// The seed of each root: the given gradient (shape checked) or, for a one-element root, 1.
+// The seed of each root: the given gradient (shape checked, in the root's dtype) or, for a
+// one-element root, 1.
 static std::vector<Tensor> seeds(const char* op, const std::vector<Tensor>& roots, const std::vector<Tensor>& given) {
   std::vector<Tensor> out;
   for (std::size_t i = 0; i < roots.size(); ++i) {
@@ -666,7 +667,9 @@ static std::vector<Tensor> seeds(const char* op, const std::vector<Tensor>& root
       throw std::invalid_argument(std::string("[") + op + "] gradient of shape " + g.shape().str() +
                                   " does not match the shape " + r.shape().str() + " of output " + std::to_string(i));
     } else {
-      out.push_back(g);
+      // PyTorch casts a given gradient to its root's dtype (a float64 or even an int64 gradient
+      // for a float32 output): every rule below may assume its gradient has its output's dtype
+      out.push_back(g.dtype() == r.dtype() ? g : g.to(r.dtype()));
     }
   }
   return out;

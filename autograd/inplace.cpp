@@ -358,7 +358,7 @@ Tensor& Tensor::add_(const Tensor& other0, double alpha) {
   detail::check_defined(other0, "add_");
   check_broadcastable_into(*this, other0, "add_");
   const Tensor other = readable_operand(*this, other0);
-  auto f = [&](const Tensor& self) { return alpha == 1.0 ? add(self, other) : add(self, mul(other, alpha)); };
+  auto f = [&](const Tensor& self) { return alpha == 1.0 ? ag::add(self, other) : ag::add(self, ag::mul(other, alpha)); };
   return apply_inplace(*this, "add_", requires_grad_of(other), false, f,
                        alpha == 1.0 ? same_dtype_loop(*this, other, [](auto x, auto y) { return x + y; })
                                     : same_dtype_loop(*this, other, [a = alpha](auto x, auto y) { return x + static_cast<decltype(x)>(a) * y; }));
@@ -369,7 +369,7 @@ Tensor& Tensor::sub_(const Tensor& other0, double alpha) {
   detail::check_defined(other0, "sub_");
   check_broadcastable_into(*this, other0, "sub_");
   const Tensor other = readable_operand(*this, other0);
-  auto f = [&](const Tensor& self) { return alpha == 1.0 ? sub(self, other) : sub(self, mul(other, alpha)); };
+  auto f = [&](const Tensor& self) { return alpha == 1.0 ? ag::sub(self, other) : ag::sub(self, ag::mul(other, alpha)); };
   return apply_inplace(*this, "sub_", requires_grad_of(other), false, f);
 }
 
@@ -379,7 +379,7 @@ Tensor& Tensor::mul_(const Tensor& other0) {
   check_broadcastable_into(*this, other0, "mul_");
   const Tensor other = readable_operand(*this, other0);
   return apply_inplace(*this, "mul_", requires_grad_of(other), requires_grad_of(other),
-                       [&](const Tensor& self) { return mul(self, other); },
+                       [&](const Tensor& self) { return ag::mul(self, other); },
                        same_dtype_loop(*this, other, [](auto x, auto y) { return x * y; }));
 }
 
@@ -389,30 +389,30 @@ Tensor& Tensor::div_(const Tensor& other0) {
   check_broadcastable_into(*this, other0, "div_");
   const Tensor other = readable_operand(*this, other0);
   return apply_inplace(*this, "div_", requires_grad_of(other), requires_grad_of(other),
-                       [&](const Tensor& self) { return div(self, other); });
+                       [&](const Tensor& self) { return ag::div(self, other); });
 }
 
 Tensor& Tensor::add_(double value) {
-  return apply_inplace(*this, "add_", false, false, [value](const Tensor& self) { return add(self, value); },
+  return apply_inplace(*this, "add_", false, false, [value](const Tensor& self) { return ag::add(self, value); },
                        scalar_loop(*this, [value](auto x) { return x + static_cast<decltype(x)>(value); }));
 }
 
 Tensor& Tensor::sub_(double value) {
-  return apply_inplace(*this, "sub_", false, false, [value](const Tensor& self) { return sub(self, value); });
+  return apply_inplace(*this, "sub_", false, false, [value](const Tensor& self) { return ag::sub(self, value); });
 }
 
 Tensor& Tensor::mul_(double value) {
-  return apply_inplace(*this, "mul_", false, false, [value](const Tensor& self) { return mul(self, value); },
+  return apply_inplace(*this, "mul_", false, false, [value](const Tensor& self) { return ag::mul(self, value); },
                        scalar_loop(*this, [value](auto x) { return x * static_cast<decltype(x)>(value); }));
 }
 
 Tensor& Tensor::div_(double value) {
-  return apply_inplace(*this, "div_", false, false, [value](const Tensor& self) { return div(self, value); });
+  return apply_inplace(*this, "div_", false, false, [value](const Tensor& self) { return ag::div(self, value); });
 }
 
 // self = clamp(self, min, max)  (ClampBackward1; the rule's mask reads self's old value)
 Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
-  return apply_inplace(*this, "clamp_", false, true, [min, max](const Tensor& self) { return clamp(self, min, max); });
+  return apply_inplace(*this, "clamp_", false, true, [min, max](const Tensor& self) { return ag::clamp(self, min, max); });
 }
 
 // self = src, broadcast to self's shape and converted to self's dtype. Differentiable as PyTorch's

@@ -33,6 +33,7 @@ Tensor full(const DimVector& shape, I value, Options o = {}) {
 // cannot tell 5.0 from 5 once converted, so arange(0.0, 5.0) is int64; give kFloat32 for floats).
 Tensor arange(double end, Options o = {});
 Tensor arange(double start, double end, double step = 1.0, Options o = {});
+Tensor arange(double start, double end, Options o);  // libtorch's arange(start, end, options)
 // torch.linspace / torch.logspace: `steps` points from start to end (float32 unless a dtype is
 // given), the same values as PyTorch's bit for bit (float32, float64 and int64; see
 // kernels/creation.h). logspace gives base^v for those points.
@@ -42,10 +43,11 @@ Tensor logspace(double start, double end, int64_t steps, double base = 10.0, Opt
 Tensor eye(int64_t n, Options o = {});
 Tensor eye(int64_t n, int64_t m, Options o = {});
 // rand_like, randn_like, randint_like: random.h
-Tensor empty_like(const Tensor& t);
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
-Tensor full_like(const Tensor& t, double value);
+// t's shape, and t's dtype unless o gives one (libtorch's zeros_like(t, options))
+Tensor empty_like(const Tensor& t, Options o = {});
+Tensor zeros_like(const Tensor& t, Options o = {});
+Tensor ones_like(const Tensor& t, Options o = {});
+Tensor full_like(const Tensor& t, double value, Options o = {});
 // A scalar or a nested braced list of scalars, as torch.tensor takes them.
 class NestedList {
  public:

@@ -10,6 +10,7 @@
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/pool.h"
+#include "autograd/random.h"
 
 namespace ag {
 
@@ -265,15 +266,63 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> s, std::optional<int64_t>
 Tensor Tensor::narrow(int64_t d, int64_t s, int64_t l) const { return ag::narrow(*this, d, s, l); }
 Tensor Tensor::select(int64_t d, int64_t i) const { return ag::select(*this, d, i); }
 Tensor Tensor::operator[](int64_t i) const { return ag::select(*this, 0, i); }
-Tensor Tensor::neg() const { return ag::neg(*this); }
+// elementwise
+Tensor Tensor::add(const Tensor& o) const { return ag::add(*this, o); }
+Tensor Tensor::add(double o) const { return ag::add(*this, o); }
+Tensor Tensor::sub(const Tensor& o) const { return ag::sub(*this, o); }
+Tensor Tensor::sub(double o) const { return ag::sub(*this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return ag::mul(*this, o); }
+Tensor Tensor::mul(double o) const { return ag::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return ag::div(*this, o); }
+Tensor Tensor::div(double o) const { return ag::div(*this, o); }
 Tensor Tensor::pow(double e) const { return ag::pow(*this, e); }
 Tensor Tensor::pow(const Tensor& e) const { return ag::pow(*this, e); }
+Tensor Tensor::neg() const { return ag::neg(*this); }
 Tensor Tensor::exp() const { return ag::exp(*this); }
 Tensor Tensor::log() const { return ag::log(*this); }
 Tensor Tensor::sqrt() const { return ag::sqrt(*this); }
 Tensor Tensor::tanh() const { return ag::tanh(*this); }
 Tensor Tensor::sigmoid() const { return ag::sigmoid(*this); }
 Tensor Tensor::relu() const { return ag::relu(*this); }
+Tensor Tensor::erf() const { return ag::erf(*this); }
+Tensor Tensor::sin() const { return ag::sin(*this); }
+Tensor Tensor::cos() const { return ag::cos(*this); }
+Tensor Tensor::log1p() const { return ag::log1p(*this); }
+Tensor Tensor::expm1() const { return ag::expm1(*this); }
+Tensor Tensor::rsqrt() const { return ag::rsqrt(*this); }
+Tensor Tensor::reciprocal() const { return ag::reciprocal(*this); }
+Tensor Tensor::abs() const { return ag::abs(*this); }
+Tensor Tensor::sign() const { return ag::sign(*this); }
+Tensor Tensor::square() const { return ag::square(*this); }
+Tensor Tensor::round() const { return ag::round(*this); }
+Tensor Tensor::round(int64_t decimals) const { return ag::round(*this, decimals); }
+Tensor Tensor::floor() const { return ag::floor(*this); }
+Tensor Tensor::ceil() const { return ag::ceil(*this); }
+Tensor Tensor::trunc() const { return ag::trunc(*this); }
+Tensor Tensor::frac() const { return ag::frac(*this); }
+Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const { return ag::clamp(*this, lo, hi); }
+Tensor Tensor::clamp_min(double lo) const { return ag::clamp_min(*this, lo); }
+Tensor Tensor::clamp_max(double hi) const { return ag::clamp_max(*this, hi); }
+Tensor Tensor::minimum(const Tensor& o) const { return ag::minimum(*this, o); }
+Tensor Tensor::maximum(const Tensor& o) const { return ag::maximum(*this, o); }
+Tensor Tensor::where(const Tensor& c, const Tensor& o) const { return ag::where(c, *this, o); }
+Tensor Tensor::where(const Tensor& c, double o) const { return ag::where(c, *this, o); }
+Tensor Tensor::gt(double v) const { return ag::gt(*this, v); }
+Tensor Tensor::gt(const Tensor& o) const { return ag::gt(*this, o); }
+Tensor Tensor::lt(double v) const { return ag::lt(*this, v); }
+Tensor Tensor::lt(const Tensor& o) const { return ag::lt(*this, o); }
+Tensor Tensor::ge(double v) const { return ag::ge(*this, v); }
+Tensor Tensor::ge(const Tensor& o) const { return ag::ge(*this, o); }
+Tensor Tensor::le(double v) const { return ag::le(*this, v); }
+Tensor Tensor::le(const Tensor& o) const { return ag::le(*this, o); }
+Tensor Tensor::eq(double v) const { return ag::eq(*this, v); }
+Tensor Tensor::eq(const Tensor& o) const { return ag::eq(*this, o); }
+Tensor Tensor::ne(double v) const { return ag::ne(*this, v); }
+Tensor Tensor::ne(const Tensor& o) const { return ag::ne(*this, o); }
+Tensor Tensor::logical_not() const { return ag::logical_not(*this); }
+Tensor Tensor::logical_and(const Tensor& o) const { return ag::logical_and(*this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return ag::logical_or(*this, o); }
+// reductions
 Tensor Tensor::sum() const { return ag::sum(*this); }
 Tensor Tensor::sum(const DimVector& d, bool k) const { return ag::sum(*this, d, k); }
 Tensor Tensor::mean() const { return ag::mean(*this); }
@@ -281,17 +330,6 @@ Tensor Tensor::mean(const DimVector& d, bool k) const { return ag::mean(*this, d
 Tensor Tensor::max() const { return ag::max(*this); }
 std::pair<Tensor, Tensor> Tensor::max(int64_t d, bool k) const { return ag::max(*this, d, k); }
 Tensor Tensor::argmax(int64_t d, bool k) const { return ag::argmax(*this, d, k); }
-Tensor Tensor::matmul(const Tensor& o) const { return ag::matmul(*this, o); }
-Tensor Tensor::softmax(int64_t d) const { return ag::softmax(*this, d); }
-Tensor Tensor::log_softmax(int64_t d) const { return ag::log_softmax(*this, d); }
-Tensor Tensor::masked_fill(const Tensor& m, double v) const { return ag::masked_fill(*this, m, v); }
-Tensor Tensor::index_select(int64_t d, const Tensor& i) const { return ag::index_select(*this, d, i); }
-Tensor Tensor::triu(int64_t k) const { return ag::triu(*this, k); }
-Tensor Tensor::tril(int64_t k) const { return ag::tril(*this, k); }
-Tensor Tensor::gt(double v) const { return ag::gt(*this, v); }
-Tensor Tensor::lt(double v) const { return ag::lt(*this, v); }
-Tensor Tensor::eq(const Tensor& o) const { return ag::eq(*this, o); }
-Tensor Tensor::logical_not() const { return ag::logical_not(*this); }
 Tensor Tensor::min() const { return ag::min(*this); }
 std::pair<Tensor, Tensor> Tensor::min(int64_t d, bool k) const { return ag::min(*this, d, k); }
 Tensor Tensor::argmin(int64_t d, bool k) const { return ag::argmin(*this, d, k); }
@@ -307,16 +345,36 @@ Tensor Tensor::logsumexp(const DimVector& d, bool k) const { return ag::logsumex
 Tensor Tensor::cumsum(int64_t d) const { return ag::cumsum(*this, d); }
 Tensor Tensor::norm(double p) const { return ag::norm(*this, p); }
 Tensor Tensor::norm(double p, const DimVector& d, bool k) const { return ag::norm(*this, p, d, k); }
+// matmul, softmax, masking
+Tensor Tensor::matmul(const Tensor& o) const { return ag::matmul(*this, o); }
+Tensor Tensor::softmax(int64_t d) const { return ag::softmax(*this, d); }
+Tensor Tensor::log_softmax(int64_t d) const { return ag::log_softmax(*this, d); }
+Tensor Tensor::masked_fill(const Tensor& m, double v) const { return ag::masked_fill(*this, m, v); }
+Tensor Tensor::triu(int64_t k) const { return ag::triu(*this, k); }
+Tensor Tensor::tril(int64_t k) const { return ag::tril(*this, k); }
+// gathering
+Tensor Tensor::index_select(int64_t d, const Tensor& i) const { return ag::index_select(*this, d, i); }
+Tensor Tensor::index_add(int64_t d, const Tensor& i, const Tensor& s, double a) const { return ag::index_add(*this, d, i, s, a); }
 Tensor Tensor::gather(int64_t d, const Tensor& i) const { return ag::gather(*this, d, i); }
 Tensor Tensor::scatter_add(int64_t d, const Tensor& i, const Tensor& s) const { return ag::scatter_add(*this, d, i, s); }
 Tensor Tensor::masked_select(const Tensor& m) const { return ag::masked_select(*this, m); }
+// rearranging
 Tensor Tensor::flip(const DimVector& d) const { return ag::flip(*this, d); }
 Tensor Tensor::roll(const DimVector& s, const DimVector& d) const { return ag::roll(*this, s, d); }
+Tensor Tensor::roll(int64_t s) const { return ag::roll(*this, s); }
+Tensor Tensor::roll(int64_t s, int64_t d) const { return ag::roll(*this, s, d); }
 Tensor Tensor::repeat(const DimVector& s) const { return ag::repeat(*this, s); }
 std::vector<Tensor> Tensor::chunk(int64_t c, int64_t d) const { return ag::chunk(*this, c, d); }
 std::vector<Tensor> Tensor::split(int64_t s, int64_t d) const { return ag::split(*this, s, d); }
 std::vector<Tensor> Tensor::split(const std::vector<int64_t>& s, int64_t d) const { return ag::split(*this, s, d); }
 Tensor Tensor::flatten(int64_t s, int64_t e) const { return ag::flatten(*this, s, e); }
 Tensor Tensor::unflatten(int64_t d, const DimVector& s) const { return ag::unflatten(*this, d, s); }
+// random
+Tensor Tensor::bernoulli(Generator* g) const { return ag::bernoulli(*this, g); }
+Tensor Tensor::multinomial(int64_t n, bool r, Generator* g) const { return ag::multinomial(*this, n, r, g); }
+Tensor& Tensor::uniform_(double a, double b, Generator* g) { return ag::uniform_(*this, a, b, g); }
+Tensor& Tensor::normal_(double m, double s, Generator* g) { return ag::normal_(*this, m, s, g); }
+Tensor& Tensor::bernoulli_(double p, Generator* g) { return ag::bernoulli_(*this, p, g); }
+Tensor& Tensor::exponential_(double l, Generator* g) { return ag::exponential_(*this, l, g); }
 
 }  // namespace ag

@@ -22,6 +22,7 @@ namespace ag {
 
 struct Node;
 class Tensor;
+class Generator;
 
 // A gradient hook (Tensor::register_hook): returns a replacement gradient, or an undefined
 // tensor to leave the gradient as it is.
@@ -191,16 +192,66 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;
   Tensor operator[](int64_t index) const;  // select(0, index)
 
-  // ---- math ----
-  Tensor neg() const;
+  // ---- a method for each op of ops.h that PyTorch has as a method, grouped as ops.h is ----
+  // Each is the free function of the same name with this tensor first (x.sin() is sin(x)).
+  // elementwise (unary.cpp, binary.cpp)
+  Tensor add(const Tensor& other) const;
+  Tensor add(double other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(double other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(double other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(double other) const;
   Tensor pow(double exponent) const;
   Tensor pow(const Tensor& exponent) const;
+  Tensor neg() const;
   Tensor exp() const;
   Tensor log() const;
   Tensor sqrt() const;
   Tensor tanh() const;
   Tensor sigmoid() const;
   Tensor relu() const;
+  Tensor erf() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor square() const;
+  Tensor round() const;
+  Tensor round(int64_t decimals) const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor trunc() const;
+  Tensor frac() const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  Tensor clamp_min(double min) const;
+  Tensor clamp_max(double max) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor where(const Tensor& condition, const Tensor& other) const;  // where(condition, *this, other)
+  Tensor where(const Tensor& condition, double other) const;
+  // comparisons and logical ops (bool results)
+  Tensor gt(double v) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor lt(double v) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor ge(double v) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor le(double v) const;
+  Tensor le(const Tensor& o) const;
+  Tensor eq(double v) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(double v) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  // reductions (reduce.cpp)
   Tensor sum() const;
   Tensor sum(const DimVector& dims, bool keepdim = false) const;
   Tensor mean() const;
@@ -208,19 +259,6 @@ class Tensor {
   Tensor max() const;
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // (values, indices)
   Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor matmul(const Tensor& other) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
-  Tensor masked_fill(const Tensor& mask, double value) const;
-  Tensor index_select(int64_t dim, const Tensor& index) const;
-  Tensor triu(int64_t diagonal = 0) const;
-  Tensor tril(int64_t diagonal = 0) const;
-  Tensor gt(double v) const;
-  Tensor lt(double v) const;
-  Tensor eq(const Tensor& o) const;
-  Tensor logical_not() const;
-
-  // ---- more reductions, gathers and rearranging (see ops.h) ----
   Tensor min() const;
   std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;  // (values, indices)
   Tensor argmin(int64_t dim, bool keepdim = false) const;
@@ -240,17 +278,37 @@ class Tensor {
   Tensor cumsum(int64_t dim) const;
   Tensor norm(double p = 2) const;
   Tensor norm(double p, const DimVector& dims, bool keepdim = false) const;
+  // matmul, softmax, masking (matmul.cpp, softmax.cpp, masked_fill.cpp)
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  // gathering (index.cpp)
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor masked_select(const Tensor& mask) const;
+  // rearranging (rearrange.cpp)
   Tensor flip(const DimVector& dims) const;
   Tensor roll(const DimVector& shifts, const DimVector& dims = {}) const;
+  Tensor roll(int64_t shift) const;
+  Tensor roll(int64_t shift, int64_t dim) const;
   Tensor repeat(const DimVector& sizes) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor unflatten(int64_t dim, const DimVector& sizes) const;
+  // random (random.h): p.bernoulli(), p.multinomial(n), and the in-place fills
+  Tensor bernoulli(Generator* gen = nullptr) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false, Generator* gen = nullptr) const;
+  Tensor& uniform_(double from = 0.0, double to = 1.0, Generator* gen = nullptr);
+  Tensor& normal_(double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+  Tensor& bernoulli_(double p = 0.5, Generator* gen = nullptr);
+  Tensor& exponential_(double lambd = 1.0, Generator* gen = nullptr);
 
   // ---- in place (bump the storage version) ----
   // All are differentiable as in PyTorch: on a non-leaf (or with an operand that requires grad)

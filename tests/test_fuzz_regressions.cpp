@@ -353,3 +353,25 @@ TEST(FuzzRegression, EmptyTensorWithHugeDimsIsUsable) {
   EXPECT_EQ(p.grad().shape(), p.shape());
 }
 }  // namespace
+
+// api_corpus/BackwardWithGradientOfAnotherDtype: square(x) for a float32 0-dim x, backward with a
+// float64 gradient: the rule read the float32 saved x as doubles (heap-buffer-overflow). PyTorch
+// casts a given gradient to its output's dtype, an int64 or bool one too.
+namespace {
+TEST(FuzzRegression, BackwardWithGradientOfAnotherDtype) {
+  Tensor x = ag::tensor({1.5, 2.0}).requires_grad_();
+  for (const Tensor& g : {ag::tensor({1.0, 2.0}, ag::kFloat64), ag::tensor({1, 2}), ag::tensor({true, false})}) {
+    ag::square(x).backward(g);
+    EXPECT_EQ(x.grad().dtype(), ag::kFloat32);
+    const std::vector<double> want = g.dtype() == ag::kBool ? std::vector<double>{3, 0} : std::vector<double>{3, 8};
+    EXPECT_EQ(x.grad().to_vector<double>(), want);
+    x.set_grad({});
+  }
+  const Tensor s = ag::randn({}).requires_grad_();
+  ag::square(s).backward(ag::randn({}, ag::kFloat64));
+  EXPECT_EQ(s.grad().dtype(), ag::kFloat32);
+  const std::vector<Tensor> d = ag::grad({x * x}, {x}, {ag::tensor({1.0, 2.0}, ag::kFloat64)});
+  EXPECT_EQ(d[0].dtype(), ag::kFloat32);
+  EXPECT_EQ(d[0].to_vector<double>(), (std::vector<double>{3, 8}));
+}
+}  // namespace

@@ -154,3 +154,83 @@ TEST(Sampling, BernoulliAndExponentialErrorsArePyTorchs) {
   exponential_(e, 0.0);
   EXPECT_TRUE(std::isinf(e.to_vector<double>()[0]));
 }
+
+// Every method is its free function: same values, dtype, shape and node.
+TEST(Methods, EachMethodIsItsFreeFunction) {
+  const Tensor x = tensor({{0.25, 1.5, 2.75}, {0.5, 1.25, 3.5}}, kFloat64).requires_grad_();
+  const Tensor y = tensor({{1.0, 0.5, 2.0}, {3.0, 1.5, 0.25}}, kFloat64);
+  const Tensor mask = tensor({{true, false, true}, {false, true, false}});
+  const Tensor idx = tensor({1, 0, 1});
+  const Tensor idx2 = tensor({{0, 1, 0}, {1, 0, 1}});
+  using Pair = std::pair<Tensor, Tensor>;
+  const std::vector<std::pair<std::string, Pair>> cases = {
+      {"add", {x.add(y), add(x, y)}}, {"add scalar", {x.add(2.0), add(x, 2.0)}},
+      {"sub", {x.sub(y), sub(x, y)}}, {"sub scalar", {x.sub(2.0), sub(x, 2.0)}},
+      {"mul", {x.mul(y), mul(x, y)}}, {"mul scalar", {x.mul(2.0), mul(x, 2.0)}},
+      {"div", {x.div(y), div(x, y)}}, {"div scalar", {x.div(2.0), div(x, 2.0)}},
+      {"pow", {x.pow(y), pow(x, y)}}, {"neg", {x.neg(), neg(x)}}, {"exp", {x.exp(), exp(x)}},
+      {"log", {x.log(), log(x)}}, {"sqrt", {x.sqrt(), sqrt(x)}}, {"tanh", {x.tanh(), tanh(x)}},
+      {"sigmoid", {x.sigmoid(), sigmoid(x)}}, {"relu", {x.relu(), relu(x)}}, {"erf", {x.erf(), erf(x)}},
+      {"sin", {x.sin(), sin(x)}}, {"cos", {x.cos(), cos(x)}}, {"log1p", {x.log1p(), log1p(x)}},
+      {"expm1", {x.expm1(), expm1(x)}}, {"rsqrt", {x.rsqrt(), rsqrt(x)}}, {"reciprocal", {x.reciprocal(), reciprocal(x)}},
+      {"abs", {x.abs(), abs(x)}}, {"sign", {x.sign(), sign(x)}}, {"square", {x.square(), square(x)}},
+      {"round", {x.round(), round(x)}}, {"round decimals", {x.round(1), round(x, 1)}}, {"floor", {x.floor(), floor(x)}},
+      {"ceil", {x.ceil(), ceil(x)}}, {"trunc", {x.trunc(), trunc(x)}}, {"frac", {x.frac(), frac(x)}},
+      {"clamp", {x.clamp(0.5, 2.0), clamp(x, 0.5, 2.0)}}, {"clamp_min", {x.clamp_min(1.0), clamp_min(x, 1.0)}},
+      {"clamp_max", {x.clamp_max(1.0), clamp_max(x, 1.0)}}, {"minimum", {x.minimum(y), minimum(x, y)}},
+      {"maximum", {x.maximum(y), maximum(x, y)}}, {"where", {x.where(mask, y), where(mask, x, y)}},
+      {"where scalar", {x.where(mask, 0.5), where(mask, x, 0.5)}},
+      {"gt", {x.gt(y), gt(x, y)}}, {"gt scalar", {x.gt(1.0), gt(x, 1.0)}}, {"lt", {x.lt(y), lt(x, y)}},
+      {"lt scalar", {x.lt(1.0), lt(x, 1.0)}}, {"ge", {x.ge(y), ge(x, y)}}, {"ge scalar", {x.ge(1.5), ge(x, 1.5)}},
+      {"le", {x.le(y), le(x, y)}}, {"le scalar", {x.le(1.5), le(x, 1.5)}}, {"eq", {x.eq(y), eq(x, y)}},
+      {"eq scalar", {x.eq(1.5), eq(x, 1.5)}}, {"ne", {x.ne(y), ne(x, y)}}, {"ne scalar", {x.ne(1.5), ne(x, 1.5)}},
+      {"logical_not", {mask.logical_not(), logical_not(mask)}}, {"logical_and", {mask.logical_and(x.gt(1.0)), logical_and(mask, gt(x, 1.0))}},
+      {"logical_or", {mask.logical_or(x.gt(1.0)), logical_or(mask, gt(x, 1.0))}},
+      {"sum", {x.sum({1}), sum(x, {1})}}, {"mean", {x.mean({0}, true), mean(x, {0}, true)}},
+      {"max", {x.max(1).first, max(x, 1).first}}, {"min", {x.min(), min(x)}}, {"argmin", {x.argmin(1), argmin(x, 1)}},
+      {"prod", {x.prod(1), prod(x, 1)}}, {"var", {x.var(1), var(x, 1)}}, {"std", {x.std(), ag::std(x)}},
+      {"logsumexp", {x.logsumexp({1}), logsumexp(x, {1})}}, {"cumsum", {x.cumsum(1), cumsum(x, 1)}},
+      {"norm", {x.norm(1.0, {1}), norm(x, 1.0, {1})}}, {"matmul", {x.matmul(y.t()), matmul(x, y.t())}},
+      {"softmax", {x.softmax(1), softmax(x, 1)}}, {"log_softmax", {x.log_softmax(0), log_softmax(x, 0)}},
+      {"masked_fill", {x.masked_fill(mask, 0.0), masked_fill(x, mask, 0.0)}}, {"triu", {x.triu(1), triu(x, 1)}},
+      {"index_select", {x.index_select(1, idx), index_select(x, 1, idx)}},
+      {"index_add", {x.index_add(1, idx, y, 2.0), index_add(x, 1, idx, y, 2.0)}},
+      {"gather", {x.gather(1, idx2), gather(x, 1, idx2)}}, {"scatter_add", {x.scatter_add(1, idx2, y), scatter_add(x, 1, idx2, y)}},
+      {"masked_select", {x.masked_select(mask), masked_select(x, mask)}}, {"flip", {x.flip({1}), flip(x, {1})}},
+      {"roll", {x.roll(1), roll(x, 1)}}, {"roll dim", {x.roll(1, 1), roll(x, 1, 1)}}, {"repeat", {x.repeat({2, 1}), repeat(x, {2, 1})}},
+      {"flatten", {x.flatten(), flatten(x)}}, {"unflatten", {x.unflatten(1, {3, 1}), unflatten(x, 1, {3, 1})}},
+  };
+  for (const auto& [name, p] : cases) {
+    const auto& [method, free] = p;
+    EXPECT_EQ(method.shape(), free.shape()) << name;
+    EXPECT_EQ(method.dtype(), free.dtype()) << name;
+    EXPECT_EQ(method.to_vector<double>(), free.to_vector<double>()) << name;
+    EXPECT_EQ(method.requires_grad(), free.requires_grad()) << name;
+    if (free.grad_fn()) EXPECT_EQ(method.grad_fn()->name(), free.grad_fn()->name()) << name;
+  }
+  EXPECT_EQ(x.chunk(3, 1).size(), 3u);
+  // the random methods draw what their free functions draw
+  Generator g1(5), g2(5);
+  const Tensor p = tensor({0.1, 0.2, 0.3, 0.4});
+  EXPECT_EQ(p.multinomial(3, false, &g1).to_vector<int64_t>(), multinomial(p, 3, false, &g2).to_vector<int64_t>());
+  EXPECT_EQ(p.bernoulli(&g1).to_vector<double>(), bernoulli(p, &g2).to_vector<double>());
+  Tensor a = empty({4}), b = empty({4});
+  EXPECT_EQ(a.uniform_(-1, 1, &g1).to_vector<double>(), uniform_(b, -1, 1, &g2).to_vector<double>());
+  EXPECT_EQ(a.normal_(0, 2, &g1).to_vector<double>(), normal_(b, 0, 2, &g2).to_vector<double>());
+  EXPECT_EQ(a.bernoulli_(0.3, &g1).to_vector<double>(), bernoulli_(b, 0.3, &g2).to_vector<double>());
+  EXPECT_EQ(a.exponential_(2.0, &g1).to_vector<double>(), exponential_(b, 2.0, &g2).to_vector<double>());
+}
+
+TEST(Creation, LibtorchOverloadsTakeOptions) {
+  const Tensor a = arange(1., 9., kFloat64);  // libtorch's arange(start, end, options)
+  EXPECT_EQ(a.dtype(), kFloat64);
+  EXPECT_EQ(a.to_vector<double>(), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_TRUE(arange(0, 3, Options().dtype(kFloat32).requires_grad()).requires_grad());
+  const Tensor i = tensor({1, 2, 3});
+  EXPECT_EQ(zeros_like(i, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(zeros_like(i).dtype(), kInt64);
+  EXPECT_EQ(ones_like(i, kFloat32).to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(full_like(i, 2.5, kFloat64).to_vector<double>(), (std::vector<double>{2.5, 2.5, 2.5}));
+  EXPECT_EQ(empty_like(i, kBool).dtype(), kBool);
+  EXPECT_TRUE(zeros_like(ones({2}), Options().requires_grad()).requires_grad());
+}
