@@ -8,6 +8,7 @@
 #include "generator.h"
 #include "gradcheck.h"
 #include "graph.h"
+#include "indexing.h"
 #include "node.h"
 #include "ops.h"
 #include "shape.h"

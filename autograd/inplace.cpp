@@ -12,6 +12,7 @@
 
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
+#include "autograd/indexing.h"
 #include "autograd/ops.h"
 
 namespace ag {
@@ -140,9 +141,19 @@ Tensor& Tensor::fill_(double value) { return fill_with(*this, value, "fill_", "F
 
 Tensor& Tensor::zero_() { return fill_with(*this, 0.0, "zero_", "ZeroBackward0"); }
 
-Tensor& Tensor::operator=(const Tensor& src) && { return copy_(src); }
-Tensor& Tensor::operator=(Tensor&& src) && { return copy_(src); }
-Tensor& Tensor::operator=(double value) && { return fill_(value); }
+// A copy made by advanced indexing (x[mask] = 0) is written back into the tensor it indexed
+// (indexing.h), after taking the value as the copy's dtype and shape, as Python's setitem does.
+Tensor& Tensor::operator=(const Tensor& src) && {
+  copy_(src);
+  detail::write_back_indexed(*this);
+  return *this;
+}
+Tensor& Tensor::operator=(Tensor&& src) && { return std::move(*this) = static_cast<const Tensor&>(src); }
+Tensor& Tensor::operator=(double value) && {
+  fill_(value);
+  detail::write_back_indexed(*this);
+  return *this;
+}
 
 namespace {
 

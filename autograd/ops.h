@@ -410,14 +410,18 @@ inline Tensor& operator-=(Tensor& a, double b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
 inline Tensor& operator/=(Tensor& a, double b) { return a.div_(b); }
 // On a temporary view they write into the tensor it views, as libtorch's members and Python's
-// x[0] += t do: x[0] += t is x.select(0, 0).add_(t).
-inline Tensor& operator+=(Tensor&& a, const Tensor& b) { return a.add_(b); }
-inline Tensor& operator-=(Tensor&& a, const Tensor& b) { return a.sub_(b); }
-inline Tensor& operator*=(Tensor&& a, const Tensor& b) { return a.mul_(b); }
-inline Tensor& operator/=(Tensor&& a, const Tensor& b) { return a.div_(b); }
-inline Tensor& operator+=(Tensor&& a, double b) { return a.add_(b); }
-inline Tensor& operator-=(Tensor&& a, double b) { return a.sub_(b); }
-inline Tensor& operator*=(Tensor&& a, double b) { return a.mul_(b); }
-inline Tensor& operator/=(Tensor&& a, double b) { return a.div_(b); }
+// x[0] += t do: x[0] += t is x.select(0, 0).add_(t). On the copy advanced indexing makes,
+// x[mask] += 1 writes the sum back into x, as Python's x[mask] = x[mask] + 1 (indexing.h).
+namespace detail {
+void write_back_indexed(const Tensor& t);
+}  // namespace detail
+inline Tensor& operator+=(Tensor&& a, const Tensor& b) { detail::write_back_indexed(a.add_(b)); return a; }
+inline Tensor& operator-=(Tensor&& a, const Tensor& b) { detail::write_back_indexed(a.sub_(b)); return a; }
+inline Tensor& operator*=(Tensor&& a, const Tensor& b) { detail::write_back_indexed(a.mul_(b)); return a; }
+inline Tensor& operator/=(Tensor&& a, const Tensor& b) { detail::write_back_indexed(a.div_(b)); return a; }
+inline Tensor& operator+=(Tensor&& a, double b) { detail::write_back_indexed(a.add_(b)); return a; }
+inline Tensor& operator-=(Tensor&& a, double b) { detail::write_back_indexed(a.sub_(b)); return a; }
+inline Tensor& operator*=(Tensor&& a, double b) { detail::write_back_indexed(a.mul_(b)); return a; }
+inline Tensor& operator/=(Tensor&& a, double b) { detail::write_back_indexed(a.div_(b)); return a; }
 
 }  // namespace ag

@@ -30,8 +30,13 @@ using GradHook = std::function<Tensor(const Tensor&)>;
 // A hook run on a leaf after backward accumulated its .grad (Tensor::register_post_accumulate_grad_hook).
 using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
+namespace indexing {
+class TensorIndex;  // indexing.h
+}
+
 namespace detail {
 struct LeafHooks;
+struct IndexOrigin;  // indexing.h
 // The error for an op given an undefined tensor (a default-constructed Tensor, or .grad() before
 // any backward): std::logic_error "[op] ... undefined tensor ...".
 [[noreturn]] void undefined_tensor(const char* op);
@@ -64,6 +69,10 @@ struct TensorImpl {
   // A view's root base: the tensor its chain of views started from (null for a tensor that is no
   // view). An in-place write through the view rewrites the base's history (CopySlices).
   std::shared_ptr<TensorImpl> view_base;
+
+  // a copy made by advanced indexing: where it came from (indexing.h), so that assigning to it as
+  // a temporary writes into the tensor it indexed
+  std::shared_ptr<const detail::IndexOrigin> index_origin;
 
   // set by nn: a Parameter prints "Parameter containing:", and its name appears in graphs
   bool is_parameter = false;
@@ -191,6 +200,19 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor select(int64_t dim, int64_t index) const;
   Tensor operator[](int64_t index) const;  // select(0, index)
+  // libtorch's indexing API (indexing.h): x.index({Slice(1, None), 0, idx, mask}) is Python's
+  // x[1:, 0, idx, mask] (a view for basic indices, a copy for advanced ones), and
+  // x.index_put_({...}, v) is x[...] = v (with accumulate: +=, repeated positions adding up).
+  // x[t] is x.index({t}) and x[{0, 1}] is x.index({0, 1}). Assigning to the temporary result
+  // writes into x, as Python's x[mask] = 0 and x[mask] += 1 do, for advanced indices too.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, double value, bool accumulate = false);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value, bool accumulate = false);
+  Tensor operator[](const Tensor& index) const;
+  Tensor operator[](std::initializer_list<indexing::TensorIndex> indices) const;
 
   // ---- a method for each op of ops.h that PyTorch has as a method, grouped as ops.h is ----
   // Each is the free function of the same name with this tensor first (x.sin() is sin(x)).
