@@ -211,6 +211,9 @@ Advanced advanced(const Parsed& p, const char* op, const std::vector<TensorIndex
   a.bshape = b;
   const std::size_t n = static_cast<std::size_t>(b.numel());
   a.lin.assign(n, 0);
+  // An empty view (a 0 among its dims) may have indexed dims whose sizes multiply past int64: its
+  // positions are only checked, there is nothing to read or write at them.
+  const bool empty = p.view.numel() == 0;
   for (std::size_t k = 0; k < p.tensors.size(); ++k) {
     const int64_t size = p.view.size(p.dims[k]);
     const std::vector<int64_t> v = expand(p.tensors[k], b.vec()).to_vector<int64_t>();
@@ -221,10 +224,11 @@ Advanced advanced(const Parsed& p, const char* op, const std::vector<TensorIndex
                             " with size " + std::to_string(size), ix);
       }
       if (i < 0) i += size;
-      a.lin[j] = a.lin[j] * size + i;  // sizes multiply to at most the view's numel: no overflow
+      if (!empty) a.lin[j] = a.lin[j] * size + i;  // sizes multiply to at most the view's numel: no overflow
     }
-    a.count *= size;
+    if (!empty) a.count *= size;
   }
+  if (empty) a.count = 0;
   std::vector<bool> indexed(static_cast<std::size_t>(p.view.dim()), false);
   for (int64_t dim : p.dims) {
     a.perm.push_back(dim);
@@ -284,6 +288,12 @@ Tensor index_impl(const Tensor& x, const std::vector<TensorIndex>& ix) {
   const Parsed p = parse(x, ix, "index");
   if (p.tensors.empty()) return p.view;
   const Advanced a = advanced(p, "index", ix);
+  if (p.view.numel() == 0) {  // an empty result; the gradient of nothing is zeros
+    Tensor out = zeros(result_shape(a).vec(), x.dtype());
+    if (needs_grad(x))
+      record(out, "IndexBackward0", {x}, [s = x.shape()](const Tensor& g) -> Grads { return {zeros(s.vec(), g.dtype())}; });
+    return out;
+  }
   // y = index_select(flat rows, 0, positions), then laid out as (B, rest) or (before, B, after)
   DimVector bs = a.bshape.vec();
   for (int64_t v : a.rest) bs.push_back(v);
@@ -320,6 +330,7 @@ Tensor& index_put_impl(Tensor& self, const std::vector<TensorIndex>& ix, const T
                                 " cannot be broadcast to indexing result of shape " + target.str());
   }
   Tensor view = p.view;
+  if (view.numel() == 0) return self;  // nothing to write (the indices and shapes were checked)
   if (!a) {  // basic indices: a view of self, written in place
     if (accumulate) view.add_(values);
     else view.copy_(values);

@@ -233,6 +233,14 @@ Tensor& Tensor::requires_grad_(bool r) {
                                 dtype_name(dtype()));
   }
   impl_->requires_grad = r;
+  // A leaf view that now requires grad lets go of its base: graph edges hold the leaf, and the
+  // base could get a history through it (x.add_(v * 2) for v a view of x), a reference cycle
+  // never freed. Nothing is lost: in-place writes to it or through its views are refused, as
+  // PyTorch refuses them ("a view of a leaf Variable that requires grad ...").
+  if (r) {
+    impl_->view_base = nullptr;
+    impl_->is_view = false;
+  }
   return *this;
 }
 

@@ -375,3 +375,25 @@ TEST(FuzzRegression, BackwardWithGradientOfAnotherDtype) {
   EXPECT_EQ(d[0].to_vector<double>(), (std::vector<double>{3, 8}));
 }
 }  // namespace
+
+// api_corpus/LeafViewThatRequiresGradDoesNotLeak: v = x[:, 1:3] of a plain x, v.requires_grad_(),
+// then an in-place op on a view of v gave x (v's base) a history ending at v: a reference cycle
+// (v -> base x -> CopySlices -> ... -> v). PyTorch raises "a view of a leaf Variable that requires
+// grad is being used in an in-place operation" there; with x.add_(v.sum() * 2) it keeps the cycle.
+namespace {
+TEST(FuzzRegression, LeafViewThatRequiresGradDoesNotLeak) {
+  const int64_t baseline = ag::live_nodes();
+  {
+    Tensor x = ag::randn({2, 7, 3});
+    Tensor v = x.slice(1, 1, 3);
+    v.requires_grad_();
+    Tensor v2 = v.slice(1, 0, 2);
+    EXPECT_THROW(v2.mul_(0.5), std::runtime_error);
+    x.add_(v.sum() * 2.0);  // x now has a history that leads to v
+    EXPECT_FALSE(x.is_leaf());
+    x.sum().backward();
+    EXPECT_EQ(v.grad().sum().item(), 2.0 * 42 * 12);  // each of v's 12 elements reaches 42 of x, twice
+  }
+  EXPECT_EQ(ag::live_nodes(), baseline);
+}
+}  // namespace

@@ -272,3 +272,22 @@ TEST(Indexing, IndexPutRefusesWhatPyTorchRefuses) {
   EXPECT_EQ(y.sum().item(), 0.0);
   EXPECT_FALSE(leaf.grad().defined());
 }
+
+// api_corpus/IndexPutIntoAnEmptyTensorWithHugeDims (fuzzer): x of shape (2^31, 2^31, 0, 3) indexed
+// along its first dim: the flat positions over the indexed dims multiplied past int64 and a
+// scratch of 2^31 entries was allocated, for a tensor with nothing in it. PyTorch reads and writes
+// nothing there.
+TEST(Indexing, EmptyTensorsWithHugeDims) {
+  const int64_t h = int64_t{1} << 31;
+  Tensor x = zeros({h, h, 0, 3});
+  x.index_put_({T({0, 1})}, ones({3}));
+  x.index_put_({T({0, 1}), T({1, 0})}, ones({3}), true);
+  EXPECT_EQ(x.index({T({0, 1}), T({1, 0})}).shape(), (Size{2, 0, 3}));
+  EXPECT_EQ(x.index({Slice(), T({1, 1, 0})}).shape(), (Size{h, 3, 0, 3}));
+  EXPECT_THROW(x.index({T({h})}), std::out_of_range);
+  Tensor g = zeros({0, 3}, kFloat64).requires_grad_();
+  Tensor r = g.index({T({}), T({})});
+  EXPECT_EQ(r.shape(), (Size{0}));
+  r.sum().backward();
+  EXPECT_EQ(g.grad().shape(), g.shape());
+}

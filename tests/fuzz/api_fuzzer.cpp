@@ -110,6 +110,9 @@ enum Op : uint8_t {
   kLoss,
   kNumOps
 };
+// Op bytes from here on are the translator's step (indexing, rounding, sampling): the ops above
+// keep their bytes (r[0] % kNumOps), so the corpus files still decode to what they were.
+constexpr uint8_t kTranslateByte = 252;
 
 // What set_grad and gradient hooks get: t without its history (undefined stays undefined). A
 // gradient that carries history can lead back to the tensor that holds it, a reference cycle
@@ -246,6 +249,7 @@ struct Program {
   void step(const uint8_t* rec) {
     r = rec;
     const uint8_t v = variant();
+    if (r[0] >= kTranslateByte) return translate(v);
     switch (static_cast<Op>(r[0] % kNumOps)) {
       case kCreate: create(v); break;
       case kLiteral: literal(v); break;
@@ -385,6 +389,58 @@ struct Program {
       case 8: set(ag::cat({x, idx}, I(0))); break;
       case 9: set(ag::stack({x, idx, src}, I(0))); break;
       default: set(ag::where(idx, x, D(1))); break;
+    }
+  }
+
+  // What a translator reaches for (issue 26): libtorch's indexing API, rounding and sampling.
+  // Index tensors are int64 literals from kInts (sizes, negatives and hostile values) or B as a
+  // mask; the samplers draw from a generator seeded by the record, so a run is reproducible.
+  void translate(uint8_t v) {
+    using namespace ag::indexing;
+    const Tensor idx = ag::tensor(std::vector<int64_t>{I(0), I(1)});
+    const Tensor idx2 = ag::tensor(std::vector<int64_t>{I(2)});
+    const ag::indexing::Slice sl(opt_int(0), opt_int(1), opt_int(2));
+    ag::Generator gen(hi(5));
+    switch (v % 14) {
+      case 0: set(A().index({I(0), sl})); break;  // basic indices: views, any size
+      case 1: set(A().index({Ellipsis, None, sl, I(3)})); break;
+      case 2: set(A().index({flag(0, 0), None, sl})); break;
+      case 3: set(small(A()).index({idx})); break;
+      case 4: set(small(A()).index({sl, idx, idx2})); break;
+      case 5: set(small(A()).index({idx, Slice(), idx2})); break;
+      case 6: set(small(A())[small(B())]); break;  // B as a mask (or refused)
+      case 7: {
+        Tensor& x = A();
+        small(x);
+        x.index_put_({idx}, small(C()), flag(0, 0));
+        break;
+      }
+      case 8: {
+        Tensor& x = A();
+        small(x);
+        x.index_put_({sl, small(B())}, D(3), flag(0, 0));
+        break;
+      }
+      case 9: small(A())[small(B())] = D(3); break;  // Python's x[mask] = v, written into A
+      case 10: small(A()).index({Slice(), idx}) += small(C()); break;
+      case 11:
+        switch (hi(1) % 6) {
+          case 0: set(small(A()).round()); break;
+          case 1: set(small(A()).round(I(3))); break;
+          case 2: set(small(A()).floor()); break;
+          case 3: set(small(A()).ceil()); break;
+          case 4: set(small(A()).trunc()); break;
+          default: set(small(A()).frac()); break;
+        }
+        break;
+      case 12: set(ag::multinomial(small(A()), I(3), flag(0, 0), &gen)); break;
+      default: {
+        set(ag::bernoulli(small(A()), &gen));
+        Tensor& x = B();
+        small(x);
+        ag::exponential_(x, D(3), &gen);
+        break;
+      }
     }
   }
 
@@ -662,7 +718,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const std::size_t at = static_cast<std::size_t>(step) * kRecord;
     for (std::size_t k = 0; k < kRecord; ++k) rec[k] = at + k < size ? data[at + k] : 0;
     if (trace) {
-      std::fprintf(stderr, "step %d: %s variant %d dst %d a %d b %d c %d p", step, kOpNames[rec[0] % kNumOps], rec[1],
+      std::fprintf(stderr, "step %d: %s variant %d dst %d a %d b %d c %d p", step, rec[0] >= kTranslateByte ? "translate" : kOpNames[rec[0] % kNumOps], rec[1],
                    rec[2] % kSlots, rec[3] % kSlots, rec[4] % kSlots, rec[5] % kSlots);
       for (int k = 6; k < 12; ++k) std::fprintf(stderr, " %02x", rec[k]);
       std::fprintf(stderr, "\n");
