@@ -200,6 +200,11 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor select(int64_t dim, int64_t index) const;
   Tensor operator[](int64_t index) const;  // select(0, index)
+  // Python's x[True] adds a dim (x.index({true})); a bool converted to an integer would select
+  // row 1 instead, so x[true] does not compile.
+  template <class Bool>
+    requires std::is_same_v<Bool, bool>
+  Tensor operator[](Bool) const = delete;
   // libtorch's indexing API (indexing.h): x.index({Slice(1, None), 0, idx, mask}) is Python's
   // x[1:, 0, idx, mask] (a view for basic indices, a copy for advanced ones), and
   // x.index_put_({...}, v) is x[...] = v (with accumulate: +=, repeated positions adding up).

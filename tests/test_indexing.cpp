@@ -291,3 +291,12 @@ TEST(Indexing, EmptyTensorsWithHugeDims) {
   r.sum().backward();
   EXPECT_EQ(g.grad().shape(), g.shape());
 }
+
+// x[true] would select row 1 (a bool converts to an integer); Python's x[True] adds a dim.
+template <class T, class I>
+concept Subscriptable = requires(const T& t, I i) { t[i]; };
+static_assert(Subscriptable<Tensor, int>);
+static_assert(Subscriptable<Tensor, int64_t>);
+static_assert(Subscriptable<Tensor, std::size_t>);
+static_assert(Subscriptable<Tensor, Tensor>);
+static_assert(!Subscriptable<Tensor, bool>);
