@@ -211,13 +211,27 @@ template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 
-double Tensor::item() const {
+double Tensor::item() const { return item<double>(); }
+
+template <class T>
+T Tensor::item() const {
   if (checked("item").shape.numel() != 1) {
     throw std::invalid_argument("[item] a Tensor with " + std::to_string(numel()) +
                                 " elements cannot be converted to a scalar (shape " + shape().str() + ")");
   }
-  return to_vector<double>()[0];
+  if constexpr (std::is_same_v<T, bool>) {
+    return to_vector<double>()[0] != 0;
+  } else if constexpr (std::is_same_v<T, int>) {
+    return static_cast<int>(to_vector<int64_t>()[0]);
+  } else {
+    return to_vector<T>()[0];
+  }
 }
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template int Tensor::item<int>() const;
+template bool Tensor::item<bool>() const;
 
 Tensor& Tensor::requires_grad_(bool r) {
   checked("requires_grad_");

@@ -139,6 +139,10 @@ class Tensor {
   template <class T>
   T* data_ptr() const;
   double item() const;  // a one-element tensor's value
+  // libtorch's item<T>(): the value converted to T (float, double, int64_t, int or bool); an
+  // int64 value comes back exactly, where item() would round it past 2^53
+  template <class T>
+  T item() const;
   template <class T>
   std::vector<T> to_vector() const;  // all elements in row-major order, converted to T
 
@@ -175,6 +179,9 @@ class Tensor {
   void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;  // same storage, no history
+  // libtorch's data() (Python's p.data): detach(), for updates such as p.data() += -lr * p.grad().
+  // It shares p's version counter, where PyTorch's has its own: docs/pytorch-differences.md
+  Tensor data() const { return detach(); }
 
   // ---- conversions ----
   Tensor to(DType t) const;

@@ -234,3 +234,50 @@ TEST(Creation, LibtorchOverloadsTakeOptions) {
   EXPECT_EQ(empty_like(i, kBool).dtype(), kBool);
   EXPECT_TRUE(zeros_like(ones({2}), Options().requires_grad()).requires_grad());
 }
+
+// libtorch's item<T>(): makemore's multinomial(probs, 1, false, &g).item<int64_t>(). An int64
+// beyond 2^53 comes back exactly (item() goes through double); errors name item.
+TEST(Conversions, ItemOfATypeAsLibtorch) {
+  const int64_t big = (int64_t{1} << 53) + 1;
+  EXPECT_EQ(tensor({big}).item<int64_t>(), big);
+  EXPECT_NE(static_cast<int64_t>(tensor({big}).item()), big);  // why item<int64_t> exists
+  EXPECT_EQ(tensor(2.75).item<float>(), 2.75f);
+  EXPECT_EQ(tensor(-2.75).item<int64_t>(), -2);  // truncation toward zero, as C++ and libtorch
+  EXPECT_EQ(tensor({7}).view({1, 1}).item<int>(), 7);
+  EXPECT_TRUE(tensor(true).item<bool>());
+  EXPECT_FALSE(tensor(0.0).item<bool>());
+  EXPECT_TRUE(tensor(0.5).item<bool>());
+  try {
+    (void)tensor({1, 2}).item<int64_t>();
+    FAIL() << "item of two elements";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[item] a Tensor with 2 elements cannot be converted to a scalar"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// libtorch's data() (Python's p.data): the same storage without history, so p.data() += -lr * g
+// updates a leaf that requires grad without recording anything.
+TEST(Conversions, DataUpdatesAParameterOutsideTheGraph) {
+  Tensor p = tensor({1.0, 2.0}).requires_grad_(true);
+  Tensor d = p.data();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(d.shares_storage(p));
+  p.data() += -0.5 * ones({2});
+  EXPECT_EQ(p.to_vector<float>(), (std::vector<float>{0.5f, 1.5f}));
+  EXPECT_TRUE(p.is_leaf());
+  EXPECT_TRUE(p.requires_grad());
+  (p * p).sum().backward();
+  EXPECT_EQ(p.grad().to_vector<float>(), (std::vector<float>{1.0f, 3.0f}));
+  // PyTorch's .data has a version counter of its own, and this backward would silently use the
+  // new values; ag's shares p's, and refuses (docs/pytorch-differences.md)
+  Tensor y = p * p;
+  p.data() += 1.0;
+  try {
+    y.sum().backward();
+    FAIL() << "backward through a tensor written in place after it was saved";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("modified by an inplace operation"), std::string::npos) << e.what();
+  }
+}
