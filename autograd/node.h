@@ -2,6 +2,9 @@
 // its inputs (or to the leaf tensors themselves) and a closure that maps the gradient of the
 // op's output to the gradients of its inputs. The closure captures inputs and saved values,
 // never the output tensor itself, so the graph has no reference cycles.
+//
+// Read in this order: Edge and Node (the graph), then record() at the end (how an op adds a node)
+// and run_backward (the engine, engine.cpp). backward_fn.h has the closure's type.
 #pragma once
 
 #include <cstddef>
@@ -16,13 +19,14 @@
 #include <string_view>
 #include <vector>
 
-#include "pool.h"
+#include "backward_fn.h"
 #include "small_vec.h"
 #include "tensor.h"
 
 namespace ag {
 
 struct Node;
+struct NodeMeta;
 
 // Where the gradient for one input goes: into another node, into a leaf's .grad, or nowhere.
 struct Edge {
@@ -32,115 +36,6 @@ struct Edge {
   uint32_t input_nr = 0;  // which output of `fn` the input is (0 but for multi-output nodes)
   bool moved_leaf = false;  // went to a leaf that an in-place op has since given a history
   bool active() const { return fn || leaf; }
-};
-
-// One gradient per input; an undefined Tensor means "no gradient". Up to three fit inline.
-using Grads = SmallVec<Tensor, 3>;
-
-// A node's backward closure: grad_output -> one gradient per input. Like
-// std::function<Grads(const Tensor&)>, but move-only and with the closure in a pooled block
-// (pool.h) instead of a fresh heap allocation per node.
-class BackwardFn {
- public:
-  BackwardFn() = default;
-  BackwardFn(std::nullptr_t) {}  // NOLINT: `fn = nullptr` releases the closure
-  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, BackwardFn> &&
-                                              !std::is_same_v<std::decay_t<F>, std::nullptr_t>>>
-  BackwardFn(F&& f) {  // NOLINT: implicit, so ops pass their lambda directly
-    using Fn = std::decay_t<F>;
-    void* o = detail::pool_alloc(sizeof(Fn));
-    try {
-      new (o) Fn(std::forward<F>(f));
-    } catch (...) {
-      detail::pool_free(o, sizeof(Fn));
-      throw;
-    }
-    obj_ = o;
-    call_ = [](void* p, const Tensor& g) -> Grads { return (*static_cast<Fn*>(p))(g); };
-    destroy_ = [](void* p) noexcept {
-      static_cast<Fn*>(p)->~Fn();
-      detail::pool_free(p, sizeof(Fn));
-    };
-  }
-  BackwardFn(BackwardFn&& o) noexcept : obj_(o.obj_), call_(o.call_), destroy_(o.destroy_) { o.obj_ = nullptr; }
-  BackwardFn& operator=(BackwardFn&& o) noexcept {
-    if (this != &o) {
-      reset();
-      obj_ = o.obj_;
-      call_ = o.call_;
-      destroy_ = o.destroy_;
-      o.obj_ = nullptr;
-    }
-    return *this;
-  }
-  BackwardFn& operator=(std::nullptr_t) noexcept {
-    reset();
-    return *this;
-  }
-  BackwardFn(const BackwardFn&) = delete;
-  BackwardFn& operator=(const BackwardFn&) = delete;
-  ~BackwardFn() { reset(); }
-
-  explicit operator bool() const { return obj_ != nullptr; }
-  Grads operator()(const Tensor& grad_output) const {
-    if (!obj_) throw std::logic_error("[autograd] a node's backward function is empty (released or never set)");
-    return call_(obj_, grad_output);
-  }
-
- private:
-  void reset() noexcept {
-    if (!obj_) return;
-    void* o = obj_;
-    obj_ = nullptr;
-    destroy_(o);
-  }
-  void* obj_ = nullptr;
-  Grads (*call_)(void*, const Tensor&) = nullptr;
-  void (*destroy_)(void*) noexcept = nullptr;
-};
-
-// The backward of a node with several outputs (a custom Function): one gradient per output
-// (undefined where none arrived) -> one gradient per input.
-using MultiBackwardFn = std::function<Grads(const std::vector<Tensor>&)>;
-
-namespace detail {
-struct HookEntry {
-  unsigned id;
-  GradHook fn;
-};
-// A leaf's gradient hooks and its AccumulateGrad node while one is held (next_functions). In a
-// backward pass the gradients reaching the leaf are summed first and the hooks see the sum once
-// (PyTorch runs them as pre-hooks of the AccumulateGrad node).
-struct LeafHooks {
-  std::vector<HookEntry> hooks;
-  std::vector<PostAccumulateGradHook> post_accumulate;  // after .grad is updated (backward only)
-  std::weak_ptr<Node> grad_accumulator;
-  uint64_t pass = 0;  // scratch of the pass that last met the leaf:
-  int pending = 0;    // edges still to deliver,
-  Tensor sum;         // the sum so far
-};
-}  // namespace detail
-
-// What only some nodes carry: the backward of a node with several outputs, hooks on their
-// outputs, outputs that retain their gradient, the leaf of an AccumulateGrad node, and the
-// anomaly-mode record of where the node was made.
-struct NodeMeta {
-  struct OutputHook {
-    unsigned id;
-    uint32_t output_nr;
-    GradHook fn;
-  };
-  std::vector<OutputHook> hooks;
-  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;  // (output, tensor) pairs
-  std::shared_ptr<TensorImpl> variable;                                 // AccumulateGrad: its leaf
-  std::string created;  // anomaly mode: "node #17 (made under the label ... at file:line)"
-  MultiBackwardFn backward_multi;     // set instead of Node::backward by a node with several outputs
-  std::vector<Tensor> pending_more;  // scratch of a backward pass: gradients of outputs 1..
-  // KeepValuesGuard (tape.h): detached copies, taken when the node was recorded, of its inputs
-  // (undefined where an input was), its outputs and the tensors it saved for backward;
-  // kept_saved_from[k] is the input saved tensor k is (-1: an output, -2: another tensor).
-  std::vector<Tensor> kept_inputs, kept_outputs, kept_saved;
-  std::vector<int> kept_saved_from;
 };
 
 struct Node {
@@ -170,14 +65,55 @@ struct Node {
   bool saves_tensors = true;  // whether its backward holds saved tensors (else it is never released)
   std::unique_ptr<NodeMeta> meta;  // null for almost every node
 
-  // Scratch state of one backward pass (run_backward), kept here instead of in hash maps: the
-  // pass that last visited the node, how many consumers have not yet handed over their gradient,
-  // and the sum of the gradients received so far.
-  uint64_t visited_in = 0;
-  int pending_consumers = 0;
-  Tensor pending_grad;
-  int8_t needed = -1;  // ag::grad: whether the node leads to an input (-1 not known yet)
+  // The slots of the backward pass now running (its GraphTask, engine_task.h), kept in the node
+  // rather than in a hash map from node to state: graph data above, per-pass scratch here.
+  struct PassSlots {
+    uint64_t pass = 0;          // the pass these slots belong to (older values are stale)
+    int pending_consumers = 0;  // consumers that have not handed over their gradient yet
+    Tensor pending_grad;        // the sum of the gradients handed over so far
+    int8_t needed = -1;         // ag::grad: whether the node leads to an input (-1: not known yet)
+  } slots;
 };
+
+// What only some nodes carry: the backward of a node with several outputs, hooks on their
+// outputs, outputs that retain their gradient, the leaf of an AccumulateGrad node, and the
+// anomaly-mode record of where the node was made.
+struct NodeMeta {
+  struct OutputHook {
+    unsigned id;
+    uint32_t output_nr;
+    GradHook fn;
+  };
+  std::vector<OutputHook> hooks;
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;  // (output, tensor) pairs
+  std::shared_ptr<TensorImpl> variable;                                 // AccumulateGrad: its leaf
+  std::string created;  // anomaly mode: "node #17 (made under the label ... at file:line)"
+  MultiBackwardFn backward_multi;     // set instead of Node::backward by a node with several outputs
+  std::vector<Tensor> pending_more;  // scratch of a backward pass: gradients of outputs 1..
+  // KeepValuesGuard (tape.h): detached copies, taken when the node was recorded, of its inputs
+  // (undefined where an input was), its outputs and the tensors it saved for backward;
+  // kept_saved_from[k] is the input saved tensor k is (-1: an output, -2: another tensor).
+  std::vector<Tensor> kept_inputs, kept_outputs, kept_saved;
+  std::vector<int> kept_saved_from;
+};
+
+namespace detail {
+struct HookEntry {
+  unsigned id;
+  GradHook fn;
+};
+// A leaf's gradient hooks and its AccumulateGrad node while one is held (next_functions). In a
+// backward pass the gradients reaching the leaf are summed first and the hooks see the sum once
+// (PyTorch runs them as pre-hooks of the AccumulateGrad node).
+struct LeafHooks {
+  std::vector<HookEntry> hooks;
+  std::vector<PostAccumulateGradHook> post_accumulate;  // after .grad is updated (backward only)
+  std::weak_ptr<Node> grad_accumulator;
+  uint64_t pass = 0;  // scratch of the pass that last met the leaf:
+  int pending = 0;    // edges still to deliver,
+  Tensor sum;         // the sum so far
+};
+}  // namespace detail
 
 // A tensor kept for backward, as PyTorch's SavedVariable keeps it, with the storage version at
 // the time it was saved: get() throws if the storage was modified in place since.

@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   split_loss("val");
 
   // sample from the model
-  g = Generator(2147483647 + 10);
+  g = Generator(2147483647LL + 10);  // LL: the sum is past int
 
   for (int n = 0; n < 20; ++n) {
     std::string out;

@@ -1,0 +1,256 @@
+// Recording: what an op does after its forward so that backward can run. record() gives the
+// output a node with one edge per input (to the input's node, or to the leaf itself) and the
+// op's rule; SavedTensor keeps what the rule needs, checked against in-place writes. Also grad
+// mode (whether ops record at all) and the copies the tape explorer keeps (KeepValuesGuard).
+#include <atomic>
+#include <stdexcept>
+#include <unordered_set>
+#include <vector>
+
+#include "autograd/engine_task.h"
+#include "autograd/inplace.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+#include "autograd/pool.h"
+
+namespace ag {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+std::atomic<int64_t> g_live_nodes{0};
+}  // namespace
+
+Node::Node() { ++g_live_nodes; }
+// Destroying the last handle to a long chain would recurse once per node; instead, a dying node
+// takes over the edges of every input node it is the last owner of, so the chain unwinds in a loop.
+Node::~Node() {
+  --g_live_nodes;
+  std::vector<std::shared_ptr<Node>> stack;
+  for (Edge& e : next)
+    if (e.fn) stack.push_back(std::move(e.fn));
+  next.clear();
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    if (n.use_count() == 1) {
+      for (Edge& e : n->next)
+        if (e.fn) stack.push_back(std::move(e.fn));
+      n->next.clear();
+    }
+  }
+}
+int64_t live_nodes() { return g_live_nodes.load(); }
+
+bool grad_enabled() { return g_grad_enabled; }
+GradModeGuard::GradModeGuard(bool on) : prev_(g_grad_enabled) { g_grad_enabled = on; }
+GradModeGuard::~GradModeGuard() { g_grad_enabled = prev_; }
+
+namespace {
+// KeepValuesGuard (tape.h): whether the nodes recorded on this thread keep copies of their values,
+// and the copies of what the op being recorded saved for backward, with the tensor each was taken
+// from (SavedTensor's constructor adds them; record() hands them to the node and clears the list).
+struct PendingSaved {
+  Tensor copy;
+  const TensorImpl* from;
+};
+thread_local bool g_keep_values = false;
+// Tensors saved for backward on this thread so far, and the count when the last node was
+// recorded: a node saved tensors iff the count moved since (ops save right before they record).
+// A node that saved none keeps its backward and edges after a backward pass, so a second pass
+// runs it, as PyTorch runs a node whose saved variables were not needed.
+thread_local uint64_t g_saved_count = 0;
+thread_local uint64_t g_saved_at_record = 0;
+bool take_saved_flag() {
+  const bool saved = g_saved_count != g_saved_at_record;
+  g_saved_at_record = g_saved_count;
+  return saved;
+}
+thread_local std::vector<PendingSaved> g_pending_saved;
+
+Tensor value_copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
+
+// The node keeps copies of its inputs, its outputs and the tensors saved for it.
+void keep_values(Node& node, const Tensor* inputs, std::size_t n, const Tensor* outs, std::size_t m) {
+  if (!node.meta) node.meta = std::make_unique<NodeMeta>();
+  NodeMeta& k = *node.meta;
+  for (std::size_t i = 0; i < n; ++i) k.kept_inputs.push_back(value_copy(inputs[i]));
+  for (std::size_t j = 0; j < m; ++j) k.kept_outputs.push_back(value_copy(outs[j]));
+  for (PendingSaved& s : g_pending_saved) {
+    int from = -2;
+    for (std::size_t j = 0; j < m; ++j)
+      if (outs[j].impl() == s.from) from = -1;
+    for (std::size_t i = n; i-- > 0;)
+      if (inputs[i].impl() == s.from) from = static_cast<int>(i);
+    k.kept_saved.push_back(std::move(s.copy));
+    k.kept_saved_from.push_back(from);
+  }
+  g_pending_saved.clear();
+}
+}  // namespace
+bool detail::keep_values_on() { return g_keep_values; }
+void detail::set_keep_values(bool on) {
+  g_keep_values = on;
+  g_pending_saved.clear();
+}
+
+namespace {
+// The node whose backward the engine is running on this thread: the grad_fn a saved output gets
+// back when it is unpacked while a graph is recorded.
+thread_local const std::shared_ptr<Node>* g_running = nullptr;
+}  // namespace
+detail::RunningNode::RunningNode(const std::shared_ptr<Node>& n) : prev_(g_running) { g_running = &n; }
+detail::RunningNode::~RunningNode() { g_running = prev_; }
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+  if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
+  ++g_saved_count;
+  if (g_keep_values) g_pending_saved.push_back({value_copy(t), t.impl()});
+  // Nothing is kept that an in-place op on t later could turn into a reference cycle (t's new
+  // grad_fn leading back to this node, which would hold t): the data is a new alias, and its
+  // history is the one t has now (PyTorch's SavedVariable keeps data and grad_fn apart too).
+  t_ = t.detach();
+  if (is_output || !t.requires_grad()) {
+  } else if (!t.impl()->grad_fn) {
+    leaf_ = t.impl_ptr();  // a leaf that requires grad: gradients through it must reach its .grad
+  } else {
+    TensorImpl& a = *t_.impl();
+    a.requires_grad = true;
+    a.grad_fn = t.impl()->grad_fn;
+    a.output_nr = t.impl()->output_nr;
+  }
+  version_ = t.impl()->storage->version;
+  output_nr_ = t.impl()->output_nr;
+}
+
+Tensor SavedTensor::get() const {
+  if (!t_.defined()) return t_;
+  uint64_t now = t_.impl()->storage->version;
+  if (now != version_) {
+    static const char* const kTypes[] = {"FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor"};
+    const DType dt = t_.dtype();
+    const char* type = dt == kFloat32 ? kTypes[0] : dt == kFloat64 ? kTypes[1] : dt == kInt64 ? kTypes[2] : kTypes[3];
+    throw std::runtime_error(
+        std::string("[autograd] one of the variables needed for gradient computation has been modified by an "
+                    "inplace operation: [torch.") + type + " " + t_.shape().str() + "] is at version " +
+        std::to_string(now) + "; expected version " + std::to_string(version_) + " instead");
+  }
+  if (is_output_ && g_grad_enabled && g_running) {  // the output, with its history: its own node
+    Tensor out = t_.detach();
+    out.impl()->grad_fn = *g_running;
+    out.impl()->output_nr = output_nr_;
+    out.impl()->requires_grad = true;
+    return out;
+  }
+  if (std::shared_ptr<TensorImpl> leaf = leaf_.lock()) return Tensor(std::move(leaf));
+  return t_;
+}
+
+static bool tracks_grad(const Tensor* t) { return t->defined() && t->requires_grad(); }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (tracks_grad(t)) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (tracks_grad(&t)) return true;
+  return false;
+}
+
+// The node of an op over `inputs`, with one edge per input (to its grad_fn or to the leaf).
+static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, std::size_t n) {
+  auto node = detail::make_pooled<Node>();
+  node->name_ = name;
+  node->next.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Tensor& in = inputs[i];
+    Edge e;
+    if (tracks_grad(&in)) {
+      TensorImpl* impl = in.impl();
+      if (impl->is_view && impl->grad_fn && impl->view_version != impl->storage->version) {
+        if (!impl->view_base) {
+          throw std::runtime_error(std::string("[") + name + "] an input of shape " + in.shape().str() +
+                                   " is a view whose base was modified in place after the view was "
+                                   "taken; its gradient would be wrong. Take the view again after the "
+                                   "in-place op");
+        }
+        detail::refresh_view(in);  // its base changed in place: a view of the base as it is now
+      }
+      e.shape = in.shape();
+      if (impl->grad_fn) {
+        e.fn = impl->grad_fn;
+        e.input_nr = impl->output_nr;
+      } else {
+        e.leaf = in.impl_ptr();
+        impl->leaf_in_graph = true;
+      }
+    }
+    node->next.push_back(std::move(e));
+  }
+  return node;
+}
+
+void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl* leaf) {
+  if (!from) return;
+  std::vector<Node*> stack{from.get()};
+  std::unordered_set<Node*> seen{from.get()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Edge& e : n->next) {
+      if (e.leaf.get() == leaf) {
+        e.leaf = nullptr;
+        e.moved_leaf = true;
+      }
+      if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+}
+
+static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
+  auto node = make_node(name, inputs, n);
+  node->saves_tensors = take_saved_flag();
+  node->backward = std::move(fn);
+  node->shape = out.shape();
+  node->dtype = out.dtype();
+  if (detail::anomaly_mode_on()) detail::anomaly_record(*node, {out});
+  if (g_keep_values) keep_values(*node, inputs, n, &out, 1);
+  out.impl()->grad_fn = std::move(node);
+  out.impl()->output_nr = 0;
+  out.impl()->requires_grad = true;
+}
+
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn) {
+  record_n(out, name, inputs.begin(), inputs.size(), std::move(fn));
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  record_n(out, name, inputs.data(), inputs.size(), std::move(fn));
+}
+
+void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differentiable, const char* name,
+                  const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
+  if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
+  auto node = make_node(name, inputs.data(), inputs.size());
+  take_saved_flag();
+  node->saves_tensors = true;  // a custom Function's ctx may hold anything: freed after backward
+  node->meta = std::make_unique<NodeMeta>();
+  node->meta->backward_multi = std::move(fn);
+  node->num_outputs = static_cast<uint32_t>(outs.size());
+  node->shape = outs[0].shape();
+  node->dtype = outs[0].dtype();
+  if (detail::anomaly_mode_on()) detail::anomaly_record(*node, outs);
+  if (g_keep_values) keep_values(*node, inputs.data(), inputs.size(), outs.data(), outs.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    if (k < differentiable.size() && !differentiable[k]) continue;
+    outs[k].impl()->grad_fn = node;
+    outs[k].impl()->output_nr = static_cast<uint32_t>(k);
+    outs[k].impl()->requires_grad = true;
+  }
+}
+
+}  // namespace ag
