@@ -70,6 +70,8 @@ void anomaly_check(const Node& node, const Grads& grads) {
                                                     : " It was made before anomaly mode was turned on.";
     msg += g_first_bad.empty() ? " No forward op output held a NaN while anomaly mode was on."
                                : " The first forward op whose output held a NaN: " + g_first_bad + ".";
+    const DerivativeRule rule = node.rule();  // the rule that ran, which the name may not say
+    if (!rule.op.empty()) msg += " Its rule (docs/derivatives.md): " + rule.op + ": " + rule.backward + ".";
     throw std::runtime_error(msg);
   }
 }

@@ -70,6 +70,7 @@ Tensor causal_matmul(const Tensor& w, const Tensor& v) {
              if (!needs_grad({&g, &w, &v})) return kernels::causal_matmul_backward(g, w, v, gw, gv, batch);
              return {gw ? tril(matmul(g, v.transpose(-2, -1))) : Tensor(), gv ? matmul(tril(w).transpose(-2, -1), g) : Tensor()};
            });
+    detail::name_node(out, nullptr, "causal_matmul");  // its rule: causal_matmul's row, not mm's
   }
   return out;
 }
@@ -99,6 +100,7 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
              }
              return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
            });
+    detail::name_node(out, nullptr, "causal_attention");  // its rule: the fused one, not mm's
   }
   return {out, y};
 }

@@ -62,7 +62,7 @@ Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
   std::vector<Tensor> us;
   for (const Tensor& t : ts) us.push_back(unsqueeze(t, dim));
   Tensor out = cat(us, dim);
-  if (out.grad_fn()) out.grad_fn()->name_ = "StackBackward0";
+  detail::name_node(out, "StackBackward0", nullptr);  // cat's node, as PyTorch names stack's
   return out;
 }
 

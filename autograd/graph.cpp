@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/node.h"
+#include "autograd/tape.h"
 
 namespace ag {
 
@@ -84,15 +85,19 @@ std::string to_dot(const Tensor& root, const std::vector<std::pair<std::string, 
     return it->second;
   };
   auto op_node = [&](const std::string& id, const Node* n, bool is_root) {
+    // a node named as PyTorch names another op's says whose rule it runs
+    const std::string rule = n->rule_grad_fn_.empty() && n->rule_op_.empty() ? "" : rule_op_name(n->rule().op);
     if (options.values) {
       const Tensor data = n->meta && !n->meta->kept_outputs.empty() ? n->meta->kept_outputs[0] : Tensor();
       nodes << "  " << id << " [shape=plaintext, label="
-            << table_label("<b>" + html_escape(n->name()) + "</b> " + n->shape.str(), is_root ? "#dbe8fb" : "#f4f6fa", data,
-                           retained_grad(*n), options.max_values)
+            << table_label("<b>" + html_escape(n->name()) + "</b> " + (rule.empty() ? "" : "(rule: " + rule + ") ") +
+                               n->shape.str(),
+                           is_root ? "#dbe8fb" : "#f4f6fa", data, retained_grad(*n), options.max_values)
             << "];\n";
       return;
     }
-    nodes << "  " << id << " [label=\"" << n->name_ << "\\n" << n->shape.str() << "\", shape=box"
+    nodes << "  " << id << " [label=\"" << n->name_ << (rule.empty() ? "" : "\\n(rule: " + rule + ")") << "\\n"
+          << n->shape.str() << "\", shape=box"
           << (is_root ? ", style=filled, fillcolor=\"#dbe8fb\"" : "") << "];\n";
   };
   auto leaf_node = [&](const std::string& id, const std::shared_ptr<TensorImpl>& leaf) {

@@ -64,7 +64,7 @@ Tensor reduce(const Tensor& losses, Reduction r) {
 
 // Gives the loss's last node PyTorch's name for the loss (it has one node where ag has a few).
 Tensor named(Tensor loss, const char* grad_fn) {
-  if (loss.grad_fn()) loss.grad_fn()->name_ = grad_fn;
+  detail::name_node(loss, grad_fn, nullptr);  // its rule stays the reduction's
   return loss;
 }
 

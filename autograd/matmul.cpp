@@ -120,7 +120,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 2) {
     Tensor out = squeeze(matmul_nd(unsqueeze(a, 0), b, "MmBackward0"), 0);
     // SqueezeBackward4, as the seed notebooks print it (PyTorch 2's name; 1.13 says SqueezeBackward3)
-    if (out.grad_fn()) out.grad_fn()->name_ = "SqueezeBackward4";
+    detail::name_node(out, "SqueezeBackward4", nullptr);
     return out;
   }
   if (da == 2 && db == 2) return matmul_nd(a, b, "MmBackward0");
@@ -175,7 +175,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const Tensor y = matmul(x, weight.t());
     // a 1-D input: matmul's unsqueeze, mm, squeeze; PyTorch 1.13 names the squeeze
     // SqueezeBackward3 (matmul of 1-D @ 2-D keeps the seed notebooks' SqueezeBackward4)
-    if (x.dim() == 1 && y.grad_fn()) y.grad_fn()->name_ = "SqueezeBackward3";
+    if (x.dim() == 1) detail::name_node(y, "SqueezeBackward3", nullptr);
     return bias.defined() ? y + bias : y;
   }
   if (!bias.defined()) return matmul(x, weight.t());

@@ -28,6 +28,13 @@ namespace ag {
 struct Node;
 struct NodeMeta;
 
+// One row of docs/derivatives.md's tables (embedded in the library when it is built): the op,
+// its grad_fn name(s) and the backward rule, in the table's markdown (`code` in backticks).
+struct DerivativeRule {
+  std::string section;  // "Elementwise", "Reductions", ...
+  std::string op, grad_fn, backward, fast_kernel;
+};
+
 // Where the gradient for one input goes: into another node, into a leaf's .grad, or nowhere.
 struct Edge {
   std::shared_ptr<Node> fn;
@@ -54,8 +61,18 @@ struct Node {
   std::vector<std::pair<std::shared_ptr<Node>, int64_t>> next_functions() const;
   // For an AccumulateGrad node: the leaf it accumulates into (PyTorch's .variable); else undefined.
   Tensor variable() const;
+  // The rule this node runs: its row of docs/derivatives.md, whose op column names the op that
+  // recorded it. Found by rule_ where the op set it, else by the grad_fn name. A grad_fn name can
+  // be PyTorch's name for something else (the fused attention node prints as
+  // UnsafeViewBackward0, mse_loss's mean as MseLossBackward0): rule() still names the rule that
+  // runs. Empty fields if no row has it (the test Rules.* keeps every op's nodes covered).
+  DerivativeRule rule() const;
 
   std::string_view name_;
+  // Where rule() finds the row (set by detail::name_node): the grad_fn name the rule goes by when
+  // name_ is another op's (empty: name_), and the op column's first name where several rows share
+  // that grad_fn ("causal_attention"; empty: the first row).
+  std::string_view rule_grad_fn_, rule_op_;
   SmallVec<Edge, 2> next;
   BackwardFn backward;
   Size shape;  // of the (first) output this node produced
@@ -162,6 +179,13 @@ BackwardObserver* backward_observer();
 // gradient follows the tensor to its new node, as in PyTorch. Hooks stay where they were.
 void rebase_retained(const Tensor& self, const std::shared_ptr<Node>& old_fn, uint32_t old_nr);
 void set_backward_observer(BackwardObserver* o);  // null: none
+
+// Names the node that made `out` as PyTorch prints it where that is another op's name (a mean
+// inside mse_loss shows as MseLossBackward0), keeping the rule it runs findable (Node::rule()):
+// the first rename remembers the name the rule goes by. `op` picks the row among those of that
+// grad_fn (causal_attention's node goes by MmBackward0 / UnsafeViewBackward0): the op column's
+// first name. Either may be null (left as it is); both string literals. No grad_fn: nothing.
+void name_node(const Tensor& out, const char* name, const char* op);
 
 // After an in-place op gave the leaf `leaf` a history starting at `from`: every edge into `leaf`
 // in the graph below `from` lets go of it (kept, the edges would hold it in a reference cycle

@@ -33,7 +33,7 @@ std::string list_str(const std::vector<int64_t>& v) { return Size(v).str(); }
 // Names every part's node as PyTorch names the node of split's outputs.
 std::vector<Tensor> named(std::vector<Tensor> parts, const char* name) {
   for (Tensor& p : parts)
-    if (p.grad_fn()) p.grad_fn()->name_ = name;
+    detail::name_node(p, name, nullptr);
   return parts;
 }
 

@@ -194,6 +194,16 @@ static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, s
   return node;
 }
 
+void detail::name_node(const Tensor& out, const char* name, const char* op) {
+  const std::shared_ptr<Node>& n = out.grad_fn();
+  if (!n) return;
+  if (name) {
+    if (n->rule_grad_fn_.empty()) n->rule_grad_fn_ = n->name_;
+    n->name_ = name;
+  }
+  if (op) n->rule_op_ = op;
+}
+
 void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl* leaf) {
   if (!from) return;
   std::vector<Node*> stack{from.get()};

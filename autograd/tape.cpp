@@ -188,6 +188,7 @@ BackwardTape record_backward(const Tensor& root, const std::vector<std::pair<std
   for (const Node* n : g.nodes) {
     BackwardTape::NodeInfo info;
     info.name = n->name();
+    info.rule = n->rule();
     info.shape = n->shape;
     info.dtype = n->dtype;
     for (const Edge& e : n->next) {

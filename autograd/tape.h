@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "node.h"
 #include "tensor.h"
 
 namespace ag {
@@ -34,12 +35,9 @@ class KeepValuesGuard {
   bool prev_;
 };
 
-// One row of docs/derivatives.md's tables (embedded in the library when it is built): the op,
-// its grad_fn name(s) and the backward rule, in the table's markdown (`code` in backticks).
-struct DerivativeRule {
-  std::string section;  // "Elementwise", "Reductions", ...
-  std::string op, grad_fn, backward, fast_kernel;
-};
+// DerivativeRule (one row of docs/derivatives.md): node.h, as Node::rule() returns one.
+// The op column's first name: "`causal_attention(q, k, v, d)` = ..." -> "causal_attention".
+std::string rule_op_name(const std::string& op_cell);
 // The rows whose grad_fn column names `grad_fn` ("SumBackward0/1" names SumBackward0 and 1).
 std::vector<DerivativeRule> derivative_rules(const std::string& grad_fn);
 
@@ -52,6 +50,7 @@ struct BackwardTape {
   };
   struct NodeInfo {
     std::string name;              // grad_fn name
+    DerivativeRule rule;           // Node::rule(): the row of the rule it runs (empty op: none)
     Size shape;                    // of its (first) output
     DType dtype = kFloat32;
     int layer = 0, order = 0;      // its row in the drawing (0: the root) and place in the row

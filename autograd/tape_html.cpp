@@ -2,6 +2,8 @@
 // (autograd/tape_page.html, whose one script draws the graph and steps through the pass), and
 // docs/derivatives.md's rules, looked up by grad_fn name. Both the template and the markdown are
 // embedded into the library when it is built (tape_assets.cpp.in), so nothing is read at run time.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -149,7 +151,8 @@ nlohmann::json to_json(const BackwardTape& t) {
     nlohmann::json outs = nlohmann::json::array(), saved = nlohmann::json::array(), rules = nlohmann::json::array();
     for (const Tensor& o : n.output_values) outs.push_back(w.tensor(o));
     for (std::size_t k = 0; k < n.saved.size(); ++k) saved.push_back({{"tensor", w.tensor(n.saved[k])}, {"from", n.saved_from[k]}});
-    for (const DerivativeRule& r : derivative_rules(n.name))
+    // the rule the node runs; without one, every row of its grad_fn name
+    for (const DerivativeRule& r : n.rule.op.empty() ? derivative_rules(n.name) : std::vector<DerivativeRule>{n.rule})
       rules.push_back({{"section", r.section}, {"op", r.op}, {"grad_fn", r.grad_fn}, {"backward", r.backward}});
     j["outputs"] = std::move(outs);
     j["saved"] = std::move(saved);
@@ -196,6 +199,23 @@ std::vector<DerivativeRule> derivative_rules(const std::string& grad_fn) {
   for (const Row& r : derivative_rows())
     if (std::find(r.names.begin(), r.names.end(), grad_fn) != r.names.end()) out.push_back(r.rule);
   return out;
+}
+
+std::string rule_op_name(const std::string& cell) {
+  std::size_t b = cell.find('`');
+  b = b == std::string::npos ? 0 : b + 1;
+  std::size_t e = b;
+  while (e < cell.size() && (std::isalnum(static_cast<unsigned char>(cell[e])) || cell[e] == '_')) ++e;
+  return cell.substr(b, e - b);
+}
+
+DerivativeRule Node::rule() const {
+  const std::string key(rule_grad_fn_.empty() ? name_ : rule_grad_fn_);
+  for (const Row& r : derivative_rows()) {
+    if (std::find(r.names.begin(), r.names.end(), key) == r.names.end()) continue;
+    if (rule_op_.empty() || rule_op_name(r.rule.op) == rule_op_) return r.rule;  // the first row of the name, or the op's
+  }
+  return {};
 }
 
 void to_html(const Tensor& root, const std::string& path, const std::vector<std::pair<std::string, Tensor>>& names) {

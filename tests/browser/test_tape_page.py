@@ -82,9 +82,11 @@ def console_errors(driver):
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
-def step_through(driver, url, expected=None, values_kept=True):
+def step_through(driver, url, expected=None, values_kept=True, fused_rule=False):
     """Loads the page, steps through every node, and checks what it shows. Returns the node names in
-    the order the page ran them."""
+    the order the page ran them. With fused_rule, the fused attention node (printed as PyTorch
+    prints weights @ values, UnsafeViewBackward0) must show its own rule (Node::rule()), not a
+    view's."""
     driver.get(url)
     n = driver.execute_script("return tape.steps.length")
     check(position(driver) == 0, f"{url}: does not start at step 0")
@@ -95,11 +97,15 @@ def step_through(driver, url, expected=None, values_kept=True):
     else:
         check(notice.is_displayed() and "KeepValuesGuard" in notice.text, "no notice says how to record values")
     names = []
+    fused_shown = False
     for k in range(1, n + 1):
         driver.find_element(By.ID, "next").click()
         check(position(driver) == k, f"next did not go to step {k}")
         title = driver.find_element(By.ID, "step-title")
         names.append(title.get_attribute("data-name"))
+        if fused_rule and names[-1] == "UnsafeViewBackward0":
+            rule = driver.find_element(By.ID, "details").text
+            fused_shown = fused_shown or ("causal_attention(" in rule or "causal_matmul(" in rule)
         node = int(title.get_attribute("data-node"))
         current = driver.find_elements(By.CSS_SELECTOR, "g.node.current")
         check(len(current) == 1 and current[0].get_attribute("data-node") == str(node),
@@ -107,6 +113,8 @@ def step_through(driver, url, expected=None, values_kept=True):
         if not values_kept:
             missing = driver.find_elements(By.CSS_SELECTOR, "#details .missing")
             check(len(missing) > 0, f"step {k}: no 'not recorded' note without kept values")
+    if fused_rule:
+        check(fused_shown, f"{url}: no UnsafeViewBackward0 step shows the fused attention rule")
     check(driver.find_element(By.ID, "next").get_attribute("disabled") is not None, "next is enabled at the last step")
     check(len(driver.find_elements(By.CSS_SELECTOR, "g.node.done")) == n - 1, "not every node is marked done at the end")
 
@@ -169,16 +177,16 @@ def main():
         subprocess.run([args.writer, work], check=True)
         with open(os.path.join(work, "expected.json")) as f:
             expected = json.load(f)
-        pages = [("file://" + os.path.join(work, "tape.html"), expected, True),
-                 ("file://" + os.path.join(work, "tape_novalues.html"), expected, False)]
+        pages = [("file://" + os.path.join(work, "tape.html"), expected, True, False),
+                 ("file://" + os.path.join(work, "tape_novalues.html"), expected, False, False)]
         if args.next_word:
             page = os.path.join(work, "next_word.html")
             subprocess.run([args.next_word, "--epochs", "1", "--html", page], check=True, stdout=subprocess.DEVNULL)
-            pages.append(("file://" + page, None, True))
+            pages.append(("file://" + page, None, True, True))
         driver = start_browser(os.path.join(work, "profile"))
         try:
-            for url, exp, kept in pages:
-                names = step_through(driver, url, exp, kept)
+            for url, exp, kept, fused in pages:
+                names = step_through(driver, url, exp, kept, fused)
                 print(f"{os.path.basename(url)}: stepped through {len(names)} nodes")
             if args.screenshot:
                 driver.set_window_size(1400, 820)
