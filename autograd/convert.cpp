@@ -13,11 +13,7 @@ namespace ag {
 
 // A new tensor of `dtype` holding t's values, laid out as `format` says.
 static Tensor copy_as(const Tensor& t, DType dtype, MemoryFormat format) {
-  const bool row_major = format == MemoryFormat::Contiguous || t.is_contiguous();  // the fast path: one flat loop
-  Tensor out = row_major ? detail::make_tensor(t.shape(), dtype)
-                         : detail::make_tensor(t.shape(), detail::elementwise_strides(t.shape(), {&t}), dtype);
-  detail::copy_into(out, t);
-  return out;
+  return format == MemoryFormat::Contiguous ? detail::contiguous_copy(t, dtype) : detail::preserved_copy(t, dtype);
 }
 
 Tensor to(const Tensor& t, DType dtype) {

@@ -1,6 +1,6 @@
 // layer_norm over the trailing `normalized_shape` dims, with optional elementwise affine.
 // One fused forward/backward; the composition from mean/sub/mul/sqrt is its tested reference. The
-// rule is written in ag ops; the row loop of the forward and the rule's fast path are in
+// rule is written in ag ops, and so is its fast path (below); the row loop of the forward is in
 // kernels/layer_norm.cpp.
 #include "autograd/kernels/common.h"
 #include "autograd/kernels/layer_norm.h"
@@ -8,6 +8,25 @@
 #include "autograd/ops.h"
 
 namespace ag {
+
+// The rule's fast path, used when no graph of the backward is recorded: the rule over (M, N) rows
+// with the forward's xhat and rstd, as few passes as ag ops allow without a graph. It must equal
+// the rule to rounding (FastKernels.EqualTheRulesTheyStandInFor in tests/test_higher_order.cpp).
+static Grads layer_norm_backward(const Tensor& g0, const Tensor& h, const Tensor& r, const Tensor& w, int64_t M, int64_t N,
+                                 const Size& ns, bool gx, bool gw, bool gb) {
+  const Tensor g = g0.contiguous();
+  Tensor dx, dw, db;
+  const std::vector<int64_t> rows{M, N};
+  if (gb) db = reshape(sum(reshape(g, rows), {0}), ns.vec());
+  if (gw) dw = reshape(sum(mul(reshape(g, rows), reshape(h, rows)), {0}), ns.vec());
+  if (gx) {
+    Tensor dh = w.defined() ? mul(reshape(g, rows), reshape(w, {N})) : reshape(g, rows);
+    Tensor hr = reshape(h, rows);
+    Tensor inner = sub(sub(dh, mean(dh, {1}, true)), mul(hr, mean(mul(dh, hr), {1}, true)));
+    dx = reshape(mul(inner, reshape(r, {M, 1})), g.shape().vec());
+  }
+  return {dx, dw, db};
+}
 
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
@@ -36,7 +55,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
            [gx, gw, gb, M, N, eps, sx = SavedTensor(x), sh = SavedTensor(xhat), sr = SavedTensor(rstd_t),
             sw = SavedTensor(weight.defined() ? weight : Tensor()), ns](const Tensor& g) -> Grads {
              const Tensor xv = sx.get(), w = sw.get();
-             if (!needs_grad({&g, &xv, &w})) return kernels::layer_norm_backward(g, sh.get(), sr.get(), w, M, N, ns, gx, gw, gb);
+             if (!needs_grad({&g, &xv, &w})) return layer_norm_backward(g, sh.get(), sr.get(), w, M, N, ns, gx, gw, gb);
              // recording the backward's graph: the rule in ag ops, with xhat and rstd recomputed
              // from x so that they carry its history
              DimVector dims;

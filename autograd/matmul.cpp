@@ -14,7 +14,7 @@
 //   out = m @ v (mv)       =>  dm = g v^T (outer product), dv = m^T @ g
 //   out = a . b (dot)      =>  da = g b, db = g a
 // linear; matmul_reference. The GEMMs (through BLAS, on transposed views as they are) are in
-// kernels/matmul.cpp.
+// kernels/matmul.cpp; the rules' fast paths call them here.
 #include <string>
 
 #include "autograd/kernels/common.h"
@@ -26,6 +26,23 @@ namespace ag {
 
 namespace {
 
+// matmul_nd's rule without a graph of the backward (its fast path): the GEMMs of kernels::bmm on
+// transposed views as they are, and for a b shared by every batch index one GEMM over all rows.
+Grads matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool ga, bool gb, const Size& a_shape,
+                      const Size& b_shape) {
+  Tensor da, db;
+  if (ga) da = sum_to(kernels::bmm(g, transpose(b, -1, -2)), a_shape);
+  if (gb) {
+    // b (k, n) shared by every batch index: db = sum over batch of a^T g is one GEMM over all
+    // rows (K = batch * m), as PyTorch computes it, instead of one GEMM per batch index and a sum
+    if (b_shape.size() == 2 && kernels::rows_foldable(a))
+      db = kernels::bmm(transpose(kernels::fold_rows(a), 0, 1), kernels::fold_rows(g.contiguous()));
+    else
+      db = sum_to(kernels::bmm(transpose(a, -1, -2), g), b_shape);
+  }
+  return {da, db};
+}
+
 // mm and bmm: both inputs at least 2-D.
 Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
   Tensor out = kernels::bmm(a, b);
@@ -35,7 +52,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
     // out = a @ b  =>  da = g @ b^T, db = a^T @ g, each summed over broadcast batch dims
     record(out, name, {a, b}, [ga, gb, sa, sb, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {
       const Tensor av = sa.get(), bv = sb.get();
-      if (!needs_grad({&g, &av, &bv})) return kernels::matmul_backward(g, av, bv, ga, gb, as, bs);
+      if (!needs_grad({&g, &av, &bv})) return matmul_backward(g, av, bv, ga, gb, as, bs);
       Tensor da, db;
       if (ga) da = sum_to(matmul(g, transpose(bv, -1, -2)), as);
       if (gb) db = sum_to(matmul(transpose(av, -1, -2), g), bs);

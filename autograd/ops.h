@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "generator.h"
+#include "nested_list.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -48,30 +49,7 @@ Tensor empty_like(const Tensor& t, Options o = {});
 Tensor zeros_like(const Tensor& t, Options o = {});
 Tensor ones_like(const Tensor& t, Options o = {});
 Tensor full_like(const Tensor& t, double value, Options o = {});
-// A scalar or a nested braced list of scalars, as torch.tensor takes them.
-class NestedList {
- public:
-  NestedList(double v) : value_(v), kind_(kFloat32) {}         // NOLINT: implicit by design
-  NestedList(float v) : value_(v), kind_(kFloat32) {}          // NOLINT
-  NestedList(int v) : value_(v), ivalue_(v), kind_(kInt64) {}  // NOLINT
-  NestedList(long v) : value_(static_cast<double>(v)), ivalue_(v), kind_(kInt64) {}            // NOLINT
-  NestedList(long long v) : value_(static_cast<double>(v)), ivalue_(v), kind_(kInt64) {}       // NOLINT
-  NestedList(bool v) : value_(v), kind_(kBool) {}              // NOLINT
-  NestedList(std::initializer_list<NestedList> l) : children_(l), is_list_(true) {}
-
-  bool is_list() const { return is_list_; }
-  const std::vector<NestedList>& children() const { return children_; }
-  double value() const { return value_; }
-  int64_t ivalue() const { return kind_ == kInt64 ? ivalue_ : static_cast<int64_t>(value_); }
-  DType kind() const { return kind_; }
-
- private:
-  double value_ = 0;
-  int64_t ivalue_ = 0;
-  DType kind_ = kFloat32;
-  std::vector<NestedList> children_;
-  bool is_list_ = false;
-};
+// A scalar or a nested braced list of scalars, as torch.tensor takes them: NestedList (nested_list.h).
 
 // torch.tensor: tensor({{1.5, 2}, {3, 4}}) is float32, tensor({0, 4, 5}) is int64,
 // tensor({true, false}) is bool, tensor(3.5) is 0-dim; pass a dtype to choose.

@@ -126,6 +126,57 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
+Tensor zeros_tensor(const Size& shape, DType dtype) {
+  Tensor t = make_tensor(shape, dtype, "zeros");
+  // every dtype's zero (+0.0, 0, false) is all bits 0
+  if (t.numel() > 0) std::memset(t.impl()->storage->data, 0, static_cast<std::size_t>(t.numel()) * element_size(dtype));
+  return t;
+}
+
+Tensor scalar_tensor(double value, DType dtype) {
+  Tensor t = make_tensor(Size{}, dtype, "full");
+  dispatch_all(dtype, [&]<typename T>() { *t.data_ptr<T>() = checked_scalar<T>(value, "fill_"); });
+  return t;
+}
+
+Tensor contiguous_copy(const Tensor& t, DType dtype) {
+  Tensor out = make_tensor(t.shape(), dtype);
+  copy_into(out, t);
+  return out;
+}
+
+Tensor preserved_copy(const Tensor& t, DType dtype) {
+  Tensor out = t.is_contiguous() ? make_tensor(t.shape(), dtype)  // the fast path: one flat loop
+                                 : make_tensor(t.shape(), elementwise_strides(t.shape(), {&t}), dtype);
+  copy_into(out, t);
+  return out;
+}
+
+Tensor contiguous_values(const Tensor& t) { return t.is_contiguous() ? t : contiguous_copy(t, t.dtype()); }
+
+Tensor transpose_view(const Tensor& t, int64_t d0, int64_t d1) {
+  const int64_t n = t.dim();
+  if (d0 < 0) d0 += n;
+  if (d1 < 0) d1 += n;
+  Size s = t.shape();
+  Strides st = t.strides();
+  if (n > 0) {
+    std::swap(s[d0], s[d1]);
+    std::swap(st[static_cast<std::size_t>(d0)], st[static_cast<std::size_t>(d1)]);
+  }
+  return alias(t, std::move(s), std::move(st), t.storage_offset());
+}
+
+Tensor permute_view(const Tensor& t, const DimVector& dims) {
+  Size s;
+  Strides st;
+  for (int64_t d : dims) {
+    s.vec().push_back(t.shape()[d]);
+    st.push_back(t.strides()[static_cast<std::size_t>(d)]);
+  }
+  return alias(t, std::move(s), std::move(st), t.storage_offset());
+}
+
 void undefined_tensor(const char* op) {
   throw std::logic_error(std::string("[") + op +
                          "] called on an undefined tensor (a default-constructed Tensor, or .grad() before any backward)");

@@ -23,7 +23,6 @@
 #include "autograd/kernels/common.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -166,16 +165,18 @@ bool dense_rows(const Tensor& t) {
 // written is 0).
 Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype, const Tensor& like) {
   const Size shape = with_matrix(batch, rows, cols);
-  if (written <= 0) return zeros(shape.vec(), dtype);
+  if (written <= 0) return detail::zeros_tensor(shape, dtype);
   Tensor t;
   if (like.defined() && like.shape() == shape && dense_rows(like)) {
     t = detail::alias(detail::make_tensor(Size{shape.numel()}, dtype), shape, like.strides(), 0);
   } else {
     t = detail::make_tensor(shape, dtype);
   }
-  if (written < rows) {
-    NoGradGuard no_grad;
-    t.narrow(-2, written, rows - written).fill_(0.0);
+  if (written < rows && t.numel() > 0) {  // rows [written, rows) of every matrix
+    Size tail = shape;
+    tail[tail.size() - 2] = rows - written;
+    const Tensor z = detail::alias(t, tail, t.strides(), t.storage_offset() + written * t.stride(-2));
+    dispatch_float(dtype, "gemm_output", [&]<typename T>() { detail::for_each_inplace<T>(z, [](T& x) { x = T(0); }); });
   }
   return t;
 }
@@ -291,7 +292,6 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, const Size& batch, 
   detail::check_blas_dims("causal_qk_softmax", tq, tk, e);
   Tensor y = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
   if (y.numel() > 0) {
-    NoGradGuard no_grad;
     dispatch_float(q.dtype(), "causal_qk_softmax", [&]<typename T>() {
       const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
       for_each_matrix<2>(batch, {&q, &k}, double(tq) * tk * e, [] { return 0; }, [&](const std::array<int64_t, 2>& o, int64_t index, int) {
@@ -308,7 +308,7 @@ Tensor causal_qk_softmax(const Tensor& q0, const Tensor& k0, const Size& batch, 
 // cache for dq (..., tq, e) = ds @ k and dk (..., tk, e) = ds^T @ q.
 Grads causal_qk_softmax_backward(const Tensor& g0, const Tensor& y, const Tensor& q0, const Tensor& k0, bool gq, bool gk,
                                  const Size& batch, double divisor) {
-  const Tensor g = g0.contiguous(), q = detail::blas_operand(q0), k = detail::blas_operand(k0);
+  const Tensor g = detail::contiguous_values(g0), q = detail::blas_operand(q0), k = detail::blas_operand(k0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
   const bool work = y.numel() > 0 && e > 0;  // else the gradients are all 0
   // every row of dq is written; dk's rows from tq on are keys no query sees
@@ -336,7 +336,6 @@ Tensor causal_matmul(const Tensor& w0, const Tensor& v0, const Size& batch) {
   detail::check_blas_dims("causal_matmul", tq, e, tk);
   Tensor out = gemm_output(batch, tq, e, tk > 0 ? tq : 0, w.dtype(), v);  // v's layout when shapes agree
   if (out.numel() > 0 && tk > 0) {
-    NoGradGuard no_grad;
     dispatch_float(w.dtype(), "causal_matmul", [&]<typename T>() {
       const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
       for_each_matrix<3>(batch, {&w, &v, &out}, double(tq) * tk * e, [] { return std::vector<T>(); },
@@ -388,7 +387,6 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
   detail::check_blas_dims("causal_attention", tq, ev, tk);
   Tensor y = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
   Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v);
-  NoGradGuard no_grad;
   dispatch_float(q.dtype(), "causal_attention", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k)), lv = *detail::layout_of(v),
                     ly{false, static_cast<int>(tk)};

@@ -8,12 +8,15 @@
 // matching inner dims); transposed views go to BLAS as they are, other layouts are copied.
 #pragma once
 
-#include "autograd/node.h"
+#include "autograd/small_vec.h"
 #include "autograd/tensor.h"
 
 #include <utility>
 
 namespace ag::kernels {
+
+// The gradients of a backward kernel, one per input (ag::Grads of node.h, the same type).
+using Grads = SmallVec<Tensor, 3>;
 
 // y = causal_softmax(q @ k^T, divisor) for queries q (batch..., tq, e) and keys k (batch..., tk, e)
 Tensor causal_qk_softmax(const Tensor& q, const Tensor& k, const Size& batch, double divisor);

@@ -1,4 +1,5 @@
-// Internal helpers shared by the op files: allocating results and walking strided operands.
+// Internal helpers shared by the kernels and the op files: allocating results, walking strided
+// operands, and the copies and views the kernels need (zeros_tensor, contiguous_values, ...).
 // Nothing here records autograd history.
 #pragma once
 
@@ -268,6 +269,25 @@ To convert_element(From x) {
 
 // Copies src (broadcast to dst's shape, any dtype) into dst (any strides).
 void copy_into(const Tensor& dst, const Tensor& src);
+
+// The kernels' own versions of a few ops, without history (no node, no view tracking), so that a
+// kernel never calls back up into ops.h:
+// a new contiguous tensor of zeros, the values zeros() gives;
+Tensor zeros_tensor(const Size& shape, DType dtype);
+// a new 0-dim tensor holding value as full({}, value, dtype) stores it (checked_scalar, as fill_);
+Tensor scalar_tensor(double value, DType dtype);
+// a new contiguous tensor holding t's values converted to dtype (as copy_into converts them);
+Tensor contiguous_copy(const Tensor& t, DType dtype);
+// a new tensor holding t's values converted to dtype, laid out as to() and clone() lay out their
+// copy (preserve_format): contiguous if t is, else as elementwise_strides says;
+Tensor preserved_copy(const Tensor& t, DType dtype);
+// t's values in row-major order, as contiguous() gives them: t itself if it is contiguous, else a
+// contiguous copy;
+Tensor contiguous_values(const Tensor& t);
+// views of t's storage (t's dtype and offset) with dims d0 and d1 swapped (negative dims count
+// from the end) and with its dims in the order `dims`, as transpose() and permute() lay them out.
+Tensor transpose_view(const Tensor& t, int64_t d0, int64_t d1);
+Tensor permute_view(const Tensor& t, const DimVector& dims);
 
 // The error every op uses for a shape mismatch.
 [[noreturn]] void shape_error(const char* op, const std::string& what);

@@ -7,8 +7,6 @@
 #include <type_traits>
 
 #include "autograd/kernels/common.h"
-#include "autograd/node.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -131,11 +129,7 @@ Tensor from_leaves(const std::vector<const NestedList*>& leaves, const Size& sha
 }
 
 Tensor tri(const Tensor& t, int64_t diagonal, bool upper) {
-  Tensor out;
-  {
-    NoGradGuard g;
-    out = clone(t, MemoryFormat::Contiguous);
-  }
+  Tensor out = detail::contiguous_copy(t, t.dtype());
   if (out.numel() == 0) return out;  // (an empty tensor's rows * cols may exceed int64)
   const int64_t rows = t.size(-2), cols = t.size(-1), mats = t.numel() / (rows * cols);
   dispatch_all(t.dtype(), [&]<typename T>() {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "autograd/nested_list.h"
 #include "autograd/tensor.h"
 
 namespace ag::kernels {

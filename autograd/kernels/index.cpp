@@ -5,8 +5,6 @@
 #include <type_traits>
 
 #include "autograd/kernels/common.h"
-#include "autograd/node.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -16,7 +14,7 @@ namespace {
 // and the backward of gather).
 void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::vector<int64_t>& idx, double alpha = 1.0) {
   if (src0.numel() == 0) return;  // nothing to add (and the loop counts below may be huge)
-  const Tensor src = src0.contiguous();
+  const Tensor src = detail::contiguous_values(src0);
   const Size& shape = out.shape();
   const int64_t n = shape[dim], k = static_cast<int64_t>(idx.size());
   uint64_t uin = 1, uouter = 1;  // modulo 2^64: exact, as src (outer, k, in) is not empty
@@ -44,8 +42,7 @@ void scatter_add_into(Tensor& out, const Tensor& src0, int64_t dim, const std::v
 }  // namespace
 
 Tensor gather(const Tensor& src, int64_t dim, const std::vector<int64_t>& idx) {
-  NoGradGuard g;
-  const Tensor s = src.contiguous();
+  const Tensor s = detail::contiguous_values(src);
   Size os = s.shape();
   os[dim] = static_cast<int64_t>(idx.size());
   Tensor out = detail::make_tensor(os, s.dtype());
@@ -75,7 +72,7 @@ Tensor index_add(const Tensor& t, int64_t dim, const std::vector<int64_t>& idx, 
 }
 
 Tensor scatter_add(const Tensor& g, const Size& shape, int64_t dim, const std::vector<int64_t>& idx) {
-  Tensor out = zeros(shape.vec(), g.dtype());
+  Tensor out = detail::zeros_tensor(shape, g.dtype());
   scatter_add_into(out, g, dim, idx);
   return out;
 }

@@ -1,16 +1,16 @@
-// Kernels of layer_norm; its rule and formulas are in layer_norm.cpp.
+// The kernel of layer_norm's forward; its rule, formulas and the rule's fast path are in
+// layer_norm.cpp.
 #include "autograd/kernels/layer_norm.h"
 
 #include <cmath>
 #include <vector>
 
 #include "autograd/kernels/common.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
 LayerNormOutput layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, int64_t M, int64_t N) {
-  const Tensor xc = x.contiguous().detach();
+  const Tensor xc = detail::contiguous_values(x);
   Tensor y = detail::make_tensor(x.shape(), x.dtype());
   Tensor xhat = detail::make_tensor(x.shape(), x.dtype());
   Tensor rstd_t = detail::make_tensor(Size{M}, x.dtype());
@@ -19,8 +19,8 @@ LayerNormOutput layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
     T* py = y.data_ptr<T>();
     T* ph = xhat.data_ptr<T>();
     T* pr = rstd_t.data_ptr<T>();
-    const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
-    const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+    const Tensor w = weight.defined() ? detail::contiguous_values(weight) : Tensor();
+    const Tensor b = bias.defined() ? detail::contiguous_values(bias) : Tensor();
     const T* pw = w.defined() ? w.data_ptr<T>() : nullptr;
     const T* pb = b.defined() ? b.data_ptr<T>() : nullptr;
     // row r (N): mean, rstd = 1/sqrt(var + eps) (biased var), xhat = (x - mean) rstd, y = xhat w + b
@@ -43,24 +43,6 @@ LayerNormOutput layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
     }
   });
   return {y, xhat, rstd_t};
-}
-
-// The rule over (M, N) rows with the forward's xhat and rstd, as few passes as ag ops allow
-// without a graph.
-Grads layer_norm_backward(const Tensor& g0, const Tensor& h, const Tensor& r, const Tensor& w, int64_t M, int64_t N,
-                          const Size& ns, bool gx, bool gw, bool gb) {
-  const Tensor g = g0.contiguous();
-  Tensor dx, dw, db;
-  const std::vector<int64_t> rows{M, N};
-  if (gb) db = reshape(sum(reshape(g, rows), {0}), ns.vec());
-  if (gw) dw = reshape(sum(mul(reshape(g, rows), reshape(h, rows)), {0}), ns.vec());
-  if (gx) {
-    Tensor dh = w.defined() ? mul(reshape(g, rows), reshape(w, {N})) : reshape(g, rows);
-    Tensor hr = reshape(h, rows);
-    Tensor inner = sub(sub(dh, mean(dh, {1}, true)), mul(hr, mean(mul(dh, hr), {1}, true)));
-    dx = reshape(mul(inner, reshape(r, {M, 1})), g.shape().vec());
-  }
-  return {dx, dw, db};
 }
 
 }  // namespace ag::kernels

@@ -6,8 +6,6 @@
 #include "autograd/kernels/common.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax.h"
-#include "autograd/node.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -21,13 +19,14 @@ Tensor nll_value(const std::vector<int64_t>& ids, int64_t count, DType dtype, Lo
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= 0) acc -= static_cast<double>(logp(static_cast<int64_t>(i), ids[i]));
   const T n = static_cast<T>(count);
-  return full({}, count ? static_cast<double>(static_cast<T>(acc) / n) : std::numeric_limits<double>::quiet_NaN(), dtype);
+  return detail::scalar_tensor(count ? static_cast<double>(static_cast<T>(acc) / n) : std::numeric_limits<double>::quiet_NaN(),
+                               dtype);
 }
 
 }  // namespace
 
 Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& ids, int64_t count) {
-  const Tensor lp = logp.contiguous();
+  const Tensor lp = detail::contiguous_values(logp);
   const int64_t c = lp.size(-1);
   return dispatch_float(lp.dtype(), "nll_loss", [&]<typename T>() {
     const T* p = lp.data_ptr<T>();
@@ -36,7 +35,7 @@ Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& ids, int64_t cou
 }
 
 Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64_t count, const Size& shape) {
-  Tensor d = zeros(shape.vec(), g.dtype());
+  Tensor d = detail::zeros_tensor(shape, g.dtype());
   const int64_t n = static_cast<int64_t>(ids.size()), c = shape[shape.size() - 1];
   dispatch_float(g.dtype(), "nll_loss_backward", [&]<typename T>() {
     const T v = -static_cast<T>(g.item()) / static_cast<T>(count);
@@ -48,7 +47,7 @@ Tensor nll_loss_backward(const Tensor& g, const std::vector<int64_t>& ids, int64
 }
 
 Tensor target_mask(const std::vector<int64_t>& ids, const Size& shape) {
-  Tensor hit = zeros(shape.vec(), kBool);
+  Tensor hit = detail::zeros_tensor(shape, kBool);
   uint8_t* p = hit.data_ptr<uint8_t>();
   const int64_t c = shape[shape.size() - 1];
   for (std::size_t i = 0; i < ids.size(); ++i)
@@ -63,8 +62,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& ids, int6
   const int64_t n = static_cast<int64_t>(ids.size()), c = logits.size(-1);
   stats = detail::make_tensor(Size{2, n}, logits.dtype());  // per row: shift, log-sum
   return dispatch_float(logits.dtype(), "cross_entropy", [&]<typename T>() {
-    NoGradGuard no_grad;
-    const Tensor x = logits.contiguous();
+    const Tensor x = detail::contiguous_values(logits);
     const T* px = x.data_ptr<T>();
     T* shift = stats.data_ptr<T>();
     T* ls = shift + n;
@@ -79,7 +77,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& ids, int6
 
 Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& stats, const std::vector<int64_t>& ids,
                               int64_t count) {
-  const Tensor x = logits.contiguous();
+  const Tensor x = detail::contiguous_values(logits);
   const int64_t n = static_cast<int64_t>(ids.size()), c = x.size(-1);
   Tensor dx = detail::make_tensor(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "cross_entropy_backward", [&]<typename T>() {

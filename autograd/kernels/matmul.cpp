@@ -1,4 +1,5 @@
-// Kernels of matmul and linear; their rules and formulas are in matmul.cpp.
+// Kernels of matmul and linear; their rules, formulas and matmul's rule's fast path are in
+// matmul.cpp.
 #include "autograd/kernels/matmul.h"
 
 #include <type_traits>
@@ -8,7 +9,6 @@
 
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/common.h"
-#include "autograd/ops.h"
 
 namespace ag {
 
@@ -36,7 +36,7 @@ std::optional<MatLayout> layout_of(const Tensor& t) {
                     t.strides()[static_cast<std::size_t>(n - 1)]);
 }
 
-Tensor blas_operand(const Tensor& t) { return layout_of(t) ? t : t.contiguous(); }
+Tensor blas_operand(const Tensor& t) { return layout_of(t) ? t : contiguous_values(t); }
 
 void check_blas_dims(const char* op, int64_t m, int64_t n, int64_t k) {
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX) shape_error(op, "matrix dims exceed BLAS's int range");
@@ -46,23 +46,16 @@ void check_blas_dims(const char* op, int64_t m, int64_t n, int64_t k) {
 
 namespace kernels {
 
-namespace {
-
 using detail::blas_operand;
 using detail::check_blas_dims;
 using detail::layout_of;
 
-// A contiguous (..., m, k) tensor as the (batch * m, k) matrix it is in memory.
 Tensor fold_rows(const Tensor& t) {
   const int64_t k = t.size(-1);
   return detail::alias(t, Size{k ? t.numel() / k : 0, k}, Strides{k, 1}, t.storage_offset());
 }
 
-// Whether a (..., m, k) can be read as one (batch * m, k) matrix: then a (..., m, k) @ b (k, n)
-// runs as one GEMM over all batch * m rows, as PyTorch's matmul does, not one GEMM per batch index.
 bool rows_foldable(const Tensor& a) { return a.dim() > 2 && a.is_contiguous() && a.numel() > 0; }
-
-}  // namespace
 
 // int64 has no BLAS GEMM: c (m,n) = a (m,k) @ b (k,n) as a loop (wrapping on overflow, as PyTorch's).
 static void int_gemm(detail::MatLayout la, detail::MatLayout lb, int64_t m, int64_t n, int64_t k, const int64_t* a,
@@ -79,7 +72,6 @@ static void int_gemm(detail::MatLayout la, detail::MatLayout lb, int64_t m, int6
 }
 
 Tensor bmm(const Tensor& a0, const Tensor& b0) {
-  NoGradGuard no_grad;
   if (b0.dim() == 2 && rows_foldable(a0)) {  // (batch * m, k) @ (k, n), viewed back as (batch..., m, n)
     Tensor out2 = bmm(fold_rows(a0), b0);
     Size shape(DimVector(a0.shape().begin(), a0.shape().end() - 1));
@@ -98,7 +90,7 @@ Tensor bmm(const Tensor& a0, const Tensor& b0) {
   out_shape.vec().push_back(n);
   Tensor out = detail::make_tensor(out_shape, a.dtype());
   if (out.numel() == 0) return out;
-  if (k == 0) return zeros(out_shape.vec(), a.dtype());
+  if (k == 0) return detail::zeros_tensor(out_shape, a.dtype());
 
   // batch strides of each operand as broadcast to `batch`
   auto batch_strides = [&](const Tensor& t) {
@@ -126,30 +118,14 @@ Tensor bmm(const Tensor& a0, const Tensor& b0) {
   return out;
 }
 
-Grads matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool ga, bool gb, const Size& a_shape,
-                      const Size& b_shape) {
-  Tensor da, db;
-  if (ga) da = sum_to(bmm(g, transpose(b, -1, -2)), a_shape);
-  if (gb) {
-    // b (k, n) shared by every batch index: db = sum over batch of a^T g is one GEMM over all
-    // rows (K = batch * m), as PyTorch computes it, instead of one GEMM per batch index and a sum
-    if (b_shape.size() == 2 && rows_foldable(a))
-      db = bmm(transpose(fold_rows(a), 0, 1), fold_rows(g.contiguous()));
-    else
-      db = sum_to(bmm(transpose(a, -1, -2), g), b_shape);
-  }
-  return {da, db};
-}
-
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
   check_blas_dims("linear", m, n, k);
   // out (N, out) = bias rows, then += x (N, in) @ weight^T (in, out) in the GEMM itself (beta = 1)
   Tensor out = detail::make_tensor(Size{m, n}, x.dtype());
-  NoGradGuard no_grad;
   detail::copy_into(out, bias);
   const Tensor a = blas_operand(x);
-  const Tensor wt = blas_operand(weight.t());  // usually a transposed view BLAS reads with a flag
+  const Tensor wt = blas_operand(detail::transpose_view(weight, 0, 1));  // usually a transposed view BLAS reads with a flag
   if (m > 0 && n > 0 && k > 0) {
     const auto la = *layout_of(a), lb = *layout_of(wt);
     dispatch_float(x.dtype(), "linear", [&]<typename T>() {

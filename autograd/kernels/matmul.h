@@ -1,13 +1,12 @@
 // Kernels of matmul, linear and matmul_reference (matmul.cpp): BLAS GEMMs on whatever layout BLAS
 // can read (transposed views are passed as transpose flags; only layouts BLAS cannot describe are
-// copied), no history. bmm is the forward of matmul; matmul_backward and the bmm calls in
-// linear's rule are the fast paths of the rules written in matmul.cpp, used when no graph of the
-// backward is recorded, and must equal those rules to rounding
-// (FastKernels.EqualTheRulesTheyStandInFor in tests/test_higher_order.cpp holds them to it).
+// copied), no history. bmm is the forward of matmul; the bmm calls in matmul's and linear's rules
+// (matmul.cpp) are the fast paths of those rules, used when no graph of the backward is recorded,
+// and must equal them to rounding (FastKernels.EqualTheRulesTheyStandInFor in
+// tests/test_higher_order.cpp holds them to it).
 // This file also defines detail::layout_of, blas_operand and check_blas_dims (kernels/blas.h).
 #pragma once
 
-#include "autograd/node.h"
 #include "autograd/tensor.h"
 
 namespace ag::kernels {
@@ -15,10 +14,11 @@ namespace ag::kernels {
 // a (..., m, k) @ b (..., k, n) -> (batch..., m, n), batch dims broadcast (both at least 2-D, one
 // floating point dtype, k matching).
 Tensor bmm(const Tensor& a, const Tensor& b);
-// {da, db} (each only if asked for) of out = a @ b, each summed back to its input's shape
-// (a_shape, b_shape): da = g @ b^T, db = a^T @ g.
-Grads matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool ga, bool gb, const Size& a_shape,
-                      const Size& b_shape);
+// Whether a (..., m, k) can be read as one (batch * m, k) matrix: then a (..., m, k) @ b (k, n)
+// runs as one GEMM over all batch * m rows, as PyTorch's matmul does, not one GEMM per batch index.
+bool rows_foldable(const Tensor& a);
+// A contiguous (..., m, k) tensor as the (batch * m, k) matrix it is in memory (a view, no history).
+Tensor fold_rows(const Tensor& t);
 
 // out (N, out) = bias + x (N, in) @ weight^T (in, out), the bias added by the GEMM itself.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

@@ -7,8 +7,6 @@
 #include <vector>
 
 #include "autograd/kernels/common.h"
-#include "autograd/node.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -19,7 +17,6 @@ namespace {
 // per element of the result, in the row-major order of the kept dims -- the layout of the result
 // with or without the reduced dims kept. `perm` is the permutation applied.
 Tensor rows_of(const Tensor& t, const DimVector& mask, int64_t& row_len, DimVector* perm = nullptr) {
-  NoGradGuard g;
   DimVector p;
   row_len = 1;
   for (int64_t d = 0; d < t.dim(); ++d)
@@ -30,15 +27,14 @@ Tensor rows_of(const Tensor& t, const DimVector& mask, int64_t& row_len, DimVect
       row_len = static_cast<int64_t>(static_cast<uint64_t>(row_len) * static_cast<uint64_t>(t.shape()[d]));  // mod 2^64
     }
   if (perm) *perm = p;
-  return permute(t, p).contiguous();
+  return detail::contiguous_values(detail::permute_view(t, p));
 }
 
 // The inverse of rows_of for a tensor r of the rows' shape: r in the original dim order, contiguous.
 Tensor from_rows(const Tensor& r, const DimVector& perm) {
-  NoGradGuard g;
   DimVector inv(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<int64_t>(i);
-  return permute(r, inv).contiguous();
+  return detail::contiguous_values(detail::permute_view(r, inv));
 }
 
 DimVector one_dim_mask(int64_t ndim, int64_t dim) {
@@ -92,9 +88,9 @@ int64_t extreme_index(const T* row, int64_t n) {
 template <bool kMin>
 Tensor extreme_all(const Tensor& t) {
   return dispatch_all(t.dtype(), [&]<typename T>() {
-    const Tensor c = t.contiguous();
+    const Tensor c = detail::contiguous_values(t);
     const T v = c.data_ptr<T>()[extreme_index<kMin>(c.data_ptr<T>(), c.numel())];
-    return full({}, static_cast<double>(v), t.dtype());
+    return detail::scalar_tensor(static_cast<double>(v), t.dtype());
   });
 }
 
@@ -210,7 +206,7 @@ Tensor norm(const Tensor& t, const DimVector& m, const Size& ks, double p) {
 
 Tensor cumsum(const Tensor& t, int64_t dim) {
   const DType out_dt = is_floating(t.dtype()) ? t.dtype() : kInt64;
-  if (t.dim() == 0) return t.to(out_dt).clone();
+  if (t.dim() == 0) return detail::contiguous_copy(t, out_dt);
   int64_t n = 0;
   DimVector perm;
   const Tensor rows = rows_of(t, one_dim_mask(t.dim(), dim), n, &perm);
@@ -237,8 +233,8 @@ std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) { retu
 std::pair<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) { return extreme_dim<true>(t, dim, keepdim); }
 
 Tensor value_selecting_backward(const Tensor& gi, const Tensor& idx, const Size& shape, int64_t dim) {
-  Tensor out = zeros(shape.vec(), gi.dtype());
-  const Tensor gc = gi.contiguous(), ic = idx.contiguous();
+  Tensor out = detail::zeros_tensor(shape, gi.dtype());
+  const Tensor gc = detail::contiguous_values(gi), ic = detail::contiguous_values(idx);
   const Size ks = gc.shape();
   const Strides gs = gc.strides(), os = out.strides();
   dispatch_float(gi.dtype(), "value_selecting_backward", [&]<typename T>() {
@@ -256,7 +252,7 @@ Tensor prod_backward(const Tensor& gi, const Tensor& x, const DimVector& mask) {
   int64_t n = 0;
   DimVector perm;
   const Tensor rows = rows_of(x, mask, n, &perm);
-  const Tensor gc = gi.contiguous();  // one value per row
+  const Tensor gc = detail::contiguous_values(gi);  // one value per row
   Tensor r = detail::make_tensor(rows.shape(), x.dtype());
   if (r.numel() == 0) return from_rows(r, perm);  // no scratch row of a huge dim for no rows
   dispatch_float(x.dtype(), "prod_backward", [&]<typename T>() {

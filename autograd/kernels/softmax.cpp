@@ -8,8 +8,6 @@
 #include <vector>
 
 #include "autograd/kernels/common.h"
-#include "autograd/node.h"
-#include "autograd/ops.h"
 
 namespace ag::kernels {
 
@@ -205,24 +203,20 @@ void cross_entropy_backward_rows(const T* x, const T* shift, const T* ls, const 
 
 Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
-  Tensor out;
-  {
-    NoGradGuard g;
-    const Tensor xf = is_floating(x.dtype()) ? x : x.to(kFloat32);
-    const bool last = x.dim() == 0 || dim == x.dim() - 1;
-    const Tensor rows = last ? xf.contiguous() : transpose(xf, dim, -1).contiguous();
-    const int64_t n = x.dim() == 0 ? 1 : rows.size(-1);
-    Tensor y = detail::make_tensor(rows.shape(), rows.dtype());
-    dispatch_float(rows.dtype(), op, [&]<typename T>() {
-      if (rows.numel()) softmax_rows<T>(rows.data_ptr<T>(), y.data_ptr<T>(), rows.numel() / n, n, log);
-    });
-    out = last ? y : transpose(y, dim, -1).contiguous();
-  }
-  return out;
+  // rows of x along dim, contiguous, in x's floating dtype (integers in float32)
+  const bool last = x.dim() == 0 || dim == x.dim() - 1;
+  const Tensor along = last ? x : detail::transpose_view(x, dim, -1);
+  const Tensor rows = is_floating(x.dtype()) ? detail::contiguous_values(along) : detail::contiguous_copy(along, kFloat32);
+  const int64_t n = x.dim() == 0 ? 1 : rows.size(-1);
+  Tensor y = detail::make_tensor(rows.shape(), rows.dtype());
+  dispatch_float(rows.dtype(), op, [&]<typename T>() {
+    if (rows.numel()) softmax_rows<T>(rows.data_ptr<T>(), y.data_ptr<T>(), rows.numel() / n, n, log);
+  });
+  return last ? y : detail::contiguous_values(detail::transpose_view(y, dim, -1));
 }
 
 Tensor softmax_backward_lastdim(const Tensor& g0, const Tensor& y, bool log) {
-  const Tensor g = g0.contiguous();
+  const Tensor g = detail::contiguous_values(g0);
   Tensor dx = detail::make_tensor(y.shape(), y.dtype());
   const int64_t n = y.dim() == 0 ? 1 : y.size(-1);
   dispatch_float(y.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&]<typename T>() {
@@ -247,8 +241,7 @@ Tensor softmax_backward_lastdim(const Tensor& g0, const Tensor& y, bool log) {
 
 Tensor causal_softmax(const Tensor& scores, double divisor) {
   const int64_t tq = scores.size(-2), n = scores.size(-1);
-  NoGradGuard g;
-  const Tensor x = scores.contiguous();
+  const Tensor x = detail::contiguous_values(scores);
   Tensor y = detail::make_tensor(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
     if (x.numel()) causal_rows<T>(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
@@ -257,7 +250,7 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
 }
 
 Tensor causal_softmax_backward(const Tensor& g0, const Tensor& y, int64_t tq, int64_t n, double divisor) {
-  const Tensor g = g0.contiguous();
+  const Tensor g = detail::contiguous_values(g0);
   Tensor dx = detail::make_tensor(y.shape(), y.dtype());
   dispatch_float(y.dtype(), "causal_softmax_backward", [&]<typename T>() {
     if (y.numel())

@@ -21,7 +21,7 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 // out = f(x) elementwise, in x's floating dtype (integers compute in float32).
 template <class F>
 Tensor map_float(const Tensor& x, const char* op, F f) {
-  const Tensor xf = is_floating(x.dtype()) ? x : x.detach().to(kFloat32);
+  const Tensor xf = is_floating(x.dtype()) ? x : detail::preserved_copy(x, kFloat32);
   return dispatch_float(xf.dtype(), op, [&]<typename T>() { return detail::map_unary<T, T>(xf, xf.dtype(), [&](T v) { return f(v); }); });
 }
 
@@ -100,7 +100,7 @@ Tensor sign(const Tensor& x) {
 }
 
 Tensor square_int(const Tensor& x) {
-  const Tensor xi = x.dtype() == kInt64 ? x : x.detach().to(kInt64);
+  const Tensor xi = x.dtype() == kInt64 ? x : detail::preserved_copy(x, kInt64);
   return detail::map_unary<int64_t, int64_t>(xi, kInt64, [](int64_t v) { return detail::wrap_mul(v, v); });  // wraps, as PyTorch's
 }
 
