@@ -53,9 +53,9 @@ CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, 
                                        const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout);
 
 // A process-wide debugging switch, like PyTorch's torch.backends flags that turn fused attention
-// kernels off: while false, every causal attention records the Composed ops, whatever its module's
-// `attention` says (to walk or draw PyTorch's graph of a model built Fused). True by default, and
-// then each module's own choice holds.
+// kernels off: while false, every causal attention module (and the 8-argument causal_attention)
+// records the Composed ops, whatever the module's `attention` says (to walk or draw PyTorch's
+// graph of a model built Fused). True by default, and then each module's own choice holds.
 void set_fused_attention(bool enabled);
 bool fused_attention_enabled();
 
