@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   optim::Adam opt(model.parameters(), {.lr = 1e-3});
   const step_bench::Times times = step_bench::time_steps(cli.warmup, cli.steps, [&]() {
     opt.zero_grad();
-    Tensor logits = model.forward2(idx).first;
+    Tensor logits = model.forward(idx);
     Tensor loss = cross_entropy(logits.view({B * T, V}), targets.view({B * T}));
     loss.backward();
     opt.step();

@@ -20,19 +20,28 @@ void expect_last(const std::string& who, const Tensor& x, int64_t d_in) {
   }
 }
 
-// The causal mask buffer sliced to T x T as bool, with a clear error past context_length.
-Tensor causal_mask(const std::string& who, const Tensor& mask, int64_t t, int64_t context_length) {
+void expect_within(const std::string& who, int64_t t, int64_t context_length) {
   if (t > context_length) {
     throw std::invalid_argument("[" + who + "] sequence length " + std::to_string(t) + " exceeds context_length " +
                                 std::to_string(context_length));
   }
+}
+
+// The causal mask buffer sliced to T x T as bool, with a clear error past context_length.
+Tensor causal_mask(const std::string& who, const Tensor& mask, int64_t t, int64_t context_length) {
+  expect_within(who, t, context_length);
   return mask.slice(0, 0, t).slice(1, 0, t).bool_();
 }
 
 }  // namespace
 
+static bool g_fused_attention = true;
+
+// A module's choice, unless set_fused_attention(false) has switched the fused ops off everywhere.
+static AttentionImpl impl_for(AttentionImpl chosen) { return g_fused_attention ? chosen : AttentionImpl::Composed; }
+
 // True if the t x t corner of `mask` is the causal pattern: nonzero exactly where key j > query i.
-// (A T x T check per forward, small next to the B x heads x T x T attention itself.)
+// (A T x T check per call, small next to the B x heads x T x T attention itself.)
 static bool is_causal_pattern(const Tensor& mask, int64_t t) {
   if (mask.size(0) < t || mask.size(1) < t) return false;
   return dispatch_all(mask.dtype(), [&]<typename T>() {
@@ -45,17 +54,22 @@ static bool is_causal_pattern(const Tensor& mask, int64_t t) {
   });
 }
 
-static bool g_fused_attention = true;
 void set_fused_attention(bool enabled) { g_fused_attention = enabled; }
 bool fused_attention_enabled() { return g_fused_attention; }
 
 CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
-                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout) {
+                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout,
+                                       AttentionImpl impl) {
   const int64_t t = k.size(-2);
-  if (!g_fused_attention || t > context_length || q.size(-2) != t || mask.dim() != 2 || !is_causal_pattern(mask, t)) {
+  if (impl == AttentionImpl::Composed) {
     Tensor scores = matmul(q, k.transpose(-2, -1));
     Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
     return {matmul(weights, v), weights};
+  }
+  expect_within(who, t, context_length);  // the mask buffer is not read: the triangle is causal by construction
+  if (q.size(-2) != t) {
+    throw std::invalid_argument("[" + who + "] fused causal attention needs as many queries as keys, got " + q.shape().str() +
+                                " and " + k.shape().str());
   }
   if (dropout.p == 0.0 || !dropout.is_training()) {  // dropout is the identity: both products in one op
     auto [context, weights] = ag::causal_attention(q, k, v, divisor);
@@ -64,6 +78,13 @@ CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, 
   // dropout keeps the weights' zeros above the diagonal, so causal_matmul reads them in place
   Tensor weights = dropout.forward(causal_qk_softmax(q, k, divisor));
   return {causal_matmul(weights, v), weights};
+}
+
+CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout) {
+  const int64_t t = k.size(-2);
+  const bool fused = g_fused_attention && t <= context_length && q.size(-2) == t && mask.dim() == 2 && is_causal_pattern(mask, t);
+  return causal_attention(who, q, k, v, mask, context_length, divisor, dropout, fused ? AttentionImpl::Fused : AttentionImpl::Composed);
 }
 
 namespace {
@@ -231,26 +252,38 @@ Tensor CausalAttention::forward(const Tensor& x) {
   Tensor queries = W_Q->forward(x);
   // softmax(masked_fill(queries @ keys^T, mask, -inf) / sqrt(d), -1), dropout, @ values
   return causal_attention(type_name(), queries, keys, values, mask, context_length,
-                          std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout)
+                          std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout, impl_for(attention))
       .context;
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_in, int64_t d_out_, int64_t ctx, double p, int64_t heads, bool qkv_bias)
-    : Module("MultiHeadAttention"), d_out(d_out_), num_heads(heads), head_dim(0), context_length(ctx) {
+    : MultiHeadAttention(d_in, d_out_, ctx, p, heads, MultiHeadAttentionOptions{.qkv_bias = qkv_bias}) {}
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_in, int64_t d_out_, int64_t ctx, double p, int64_t heads,
+                                       const MultiHeadAttentionOptions& options)
+    : Module("MultiHeadAttention"), d_out(d_out_), num_heads(heads), head_dim(0), context_length(ctx), attention(options.attention) {
   if (heads < 1 || d_out % heads != 0) {
     throw std::invalid_argument("[MultiHeadAttention] d_out must be divisible by num_heads (d_out=" + std::to_string(d_out) +
                                 ", num_heads=" + std::to_string(heads) + ")");
   }
   head_dim = d_out / heads;
-  W_query = register_module("W_query", std::make_shared<Linear>(d_in, d_out, qkv_bias));
-  W_value = register_module("W_value", std::make_shared<Linear>(d_in, d_out, qkv_bias));
-  W_key = register_module("W_key", std::make_shared<Linear>(d_in, d_out, qkv_bias));
+  auto projection = [&](const char* name) { return register_module(name, std::make_shared<Linear>(d_in, d_out, options.qkv_bias)); };
+  W_query = projection("W_query");
+  if (options.projection_order == ProjectionOrder::QueryValueKey) {
+    W_value = projection("W_value");
+    W_key = projection("W_key");
+  } else {
+    W_key = projection("W_key");
+    W_value = projection("W_value");
+  }
   out_proj = register_module("out_proj", std::make_shared<Linear>(d_out, d_out));
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
   mask = register_buffer("mask", triu(ones({ctx, ctx}), 1));
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x) {
+Tensor MultiHeadAttention::forward(const Tensor& x) { return forward_with_weights(x).first; }
+
+std::pair<Tensor, Tensor> MultiHeadAttention::forward_with_weights(const Tensor& x) {
   expect_rank(type_name(), x, 3, "(batch, seq, d_in)");
   const int64_t b = x.size(0), t = x.size(1);
   // (B, T, d_out) -> (B, T, heads, head_dim) -> (B, heads, T, head_dim)
@@ -258,11 +291,11 @@ Tensor MultiHeadAttention::forward(const Tensor& x) {
   Tensor values = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   Tensor queries = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
   // softmax(masked_fill(queries @ keys^T, mask, -inf) / sqrt(head_dim), -1), dropout, @ values
-  Tensor context = causal_attention(type_name(), queries, keys, values, mask, context_length,
-                                    std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout)
-                       .context.transpose(1, 2);  // (B, T, heads, head_dim)
-  context = context.contiguous().view({b, t, d_out});
-  return out_proj->forward(context);
+  auto [context, weights] = causal_attention(type_name(), queries, keys, values, mask, context_length,
+                                             std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout, impl_for(attention));
+  // (B, heads, T, head_dim) -> (B, T, heads, head_dim) -> (B, T, d_out)
+  context = context.transpose(1, 2).contiguous().view({b, t, d_out});
+  return {out_proj->forward(context), weights};
 }
 
 }  // namespace ag::nn

@@ -5,35 +5,59 @@
 //   seed 000: SelfAttention, MultiHeadAttentionWrapper, CrossAttention (rand() Parameters)
 //   seed 001: LinearSelfAttention (the seed's SelfAttention(d_model, row_dim, col_dim))
 //   seed 003: SelfAttentionV1, SelfAttentionV2, CausalAttention, MultiHeadAttention
+//             (MultiHeadAttention is also examples/next_word's, built in next_word.py's order)
+//
+// The causal modules say which ops they record in their `attention` member (AttentionImpl::Fused,
+// ag's causal ops, or AttentionImpl::Composed, PyTorch's ops node for node), set where the module
+// is built; nothing is decided from the mask buffer's contents.
 #pragma once
+
+#include <utility>
 
 #include "layers.h"
 
 namespace ag::nn {
 
-// The attention core of the seeds' causal modules, with the module's registered mask buffer:
+// Which ops a causal attention module records for
 //   weights = dropout(softmax(masked_fill(q @ k^T, mask[:T, :T].bool(), -inf) / divisor, -1))
 //   context = weights @ v
-// for q, k, v (..., T, E). While the buffer holds triu(ones, 1), as it does unless changed, the
-// fused ops compute the same (causal_qk_softmax, causal_matmul: the masked half of the softmax is
-// never computed, and from T = 65 on whole GEMM blocks above the diagonal are skipped; while the
-// dropout is the identity, both as one causal_attention node); otherwise the composed ops with
-// the buffer as it is. In that one node the context's gradient goes straight to q, k and v, not
-// through the weights: a hook or retain_grad() on the returned weights sees no gradient from the
-// context (PyTorch's graph would pass it through them). To look at it, call
-// set_fused_attention(false) before the forward pass. Throws, naming `who`, if T exceeds context_length.
+enum class AttentionImpl {
+  // ag's causal ops (causal_qk_softmax, causal_matmul; while the dropout is the identity, both as
+  // one causal_attention node): the masked half of the softmax is never computed, and from T = 65
+  // on whole GEMM blocks above the diagonal are skipped. The mask is the causal triangle by
+  // construction: the module's mask buffer is not read. In the one node the context's gradient
+  // goes straight to q, k and v, not through the weights: a hook or retain_grad() on the weights
+  // sees no gradient from the context (PyTorch's graph passes it through them).
+  Fused,
+  // matmul, masked_fill with the mask buffer as it is, softmax, dropout, matmul: the graph is
+  // PyTorch's node for node (next_functions, to_dot). Slower; the same numbers to rounding.
+  Composed,
+};
+
 struct CausalAttentionResult {
   Tensor context;  // (..., T, E_v)
   Tensor weights;  // (..., T, T), after dropout
 };
-// Whether causal_attention takes the fused ops (the default). Off, it records the composed ops,
-// so the graph of seed 003's CausalAttention and MultiHeadAttention is PyTorch's node for node
-// (next_functions, to_dot): slower, the same numbers to rounding.
-void set_fused_attention(bool enabled);
-bool fused_attention_enabled();
 
+// The attention core of the seeds' causal modules, q, k, v (..., T, E) and the module's registered
+// mask buffer, computed as `impl` says. Throws, naming `who`, if T exceeds context_length (and,
+// for Fused, if q and k have different lengths: the causal triangle needs square scores).
+CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout,
+                                       AttentionImpl impl);
+
+// The same, choosing for the caller: Fused while the buffer's T x T corner holds triu(ones, 1)
+// (read from its storage on every call) and fused_attention_enabled(), Composed otherwise.
+// For code that holds an arbitrary mask; the modules choose with their `attention` member.
 CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout);
+
+// A process-wide debugging switch, like PyTorch's torch.backends flags that turn fused attention
+// kernels off: while false, every causal attention module (and the 8-argument causal_attention)
+// records the Composed ops, whatever the module's `attention` says (to walk or draw PyTorch's
+// graph of a model built Fused). True by default, and then each module's own choice holds.
+void set_fused_attention(bool enabled);
+bool fused_attention_enabled();
 
 // softmax(q k^T / sqrt(d)) v over the last two dims. `attn_mask` is a bool tensor broadcast to
 // the scores where true means "may attend" (PyTorch's convention); `is_causal` masks the upper
@@ -103,19 +127,40 @@ class CausalAttention : public Module {
   CausalAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, bool qkv_bias = false);
   Tensor forward(const Tensor& x) override;
   int64_t context_length;
+  AttentionImpl attention = AttentionImpl::Fused;  // which ops forward records
   std::shared_ptr<Linear> W_K, W_Q, W_V;
   std::shared_ptr<Dropout> dropout;
   Tensor mask;
 };
 
-// seed 003. Fused causal multi-head attention with out_proj: x (B, T, d_in) -> (B, T, d_out).
-// Construction order W_query, W_value, W_key, out_proj (the seed's).
+// The order MultiHeadAttention builds its three projections in: the order they draw their initial
+// weights from the generator, and their order in parameters(), state_dict() and repr().
+enum class ProjectionOrder {
+  QueryValueKey,  // W_query, W_value, W_key: seed 003's
+  QueryKeyValue,  // W_query, W_key, W_value: ../shared/reference/next_word.py's (and PyTorch's usual)
+};
+
+struct MultiHeadAttentionOptions {
+  bool qkv_bias = false;
+  ProjectionOrder projection_order = ProjectionOrder::QueryValueKey;
+  AttentionImpl attention = AttentionImpl::Fused;
+};
+
+// seed 003. Causal multi-head attention with out_proj: x (B, T, d_in) -> (B, T, d_out),
+// T <= context_length. Built W_query, W_value, W_key, out_proj (the seed's order) unless the
+// options say otherwise; registered buffer "mask" = triu(ones(ctx, ctx), 1).
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
                      bool qkv_bias = false);
+  MultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
+                     const MultiHeadAttentionOptions& options);
   Tensor forward(const Tensor& x) override;
+  // x (B, T, d_in) -> {out (B, T, d_out), attention weights (B, heads, T, T), after dropout},
+  // as PyTorch's nn.MultiheadAttention returns (attn_output, attn_output_weights)
+  std::pair<Tensor, Tensor> forward_with_weights(const Tensor& x);
   int64_t d_out, num_heads, head_dim, context_length;
+  AttentionImpl attention;  // which ops forward records (options.attention)
   std::shared_ptr<Linear> W_query, W_value, W_key, out_proj;
   std::shared_ptr<Dropout> dropout;
   Tensor mask;

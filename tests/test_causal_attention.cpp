@@ -293,6 +293,70 @@ TEST(NnCausalAttention, DropoutBetweenTheFusedOpsDrawsAsTheComposedOps) {
   EXPECT_EQ(mismatches<float>(fused.context, matmul(weights, v)), 0);
 }
 
+// The modules' explicit choice: AttentionImpl::Fused records ag's causal ops and never reads the
+// mask buffer (the triangle is causal by construction); Composed records PyTorch's ops with the
+// buffer as it is; set_fused_attention(false) switches every module to Composed.
+TEST(NnCausalAttention, TheModuleSaysWhichOpsItRecords) {
+  manual_seed(4);
+  nn::MultiHeadAttention mha(8, 8, 40, 0.0, 2);
+  EXPECT_EQ(mha.attention, nn::AttentionImpl::Fused);  // the default
+  Tensor x = randn({2, 40, 8});
+  auto [out, weights] = mha.forward_with_weights(x);
+  EXPECT_EQ(weights.grad_fn()->name(), "CausalQKSoftmaxBackward0");
+  EXPECT_EQ(weights.shape().str(), "[2, 2, 40, 40]");
+  EXPECT_EQ(bit_mismatches<float>(out, mha.forward(x)), 0);
+  mha.attention = nn::AttentionImpl::Composed;
+  auto [out_c, weights_c] = mha.forward_with_weights(x);
+  EXPECT_EQ(weights_c.grad_fn()->name(), "SoftmaxBackward0");
+  EXPECT_EQ(mismatches<float>(weights_c, weights), 0);
+  EXPECT_EQ(mismatches<float>(out_c, out), 0);
+  // a changed buffer: Composed honours it, Fused does not read it
+  {
+    NoGradGuard g;
+    mha.mask.fill_(0.0);
+  }
+  EXPECT_GT(mha.forward_with_weights(x).second[0][0][0][1].item(), 0.0);  // the first query sees the second key
+  mha.attention = nn::AttentionImpl::Fused;
+  EXPECT_EQ(bit_mismatches<float>(mha.forward(x), out), 0);
+  EXPECT_EQ(mha.forward_with_weights(x).second[0][0][0][1].item(), 0.0);
+  // the process-wide switch overrides a Fused module's choice
+  nn::set_fused_attention(false);
+  Tensor off = mha.forward_with_weights(x).second;
+  nn::set_fused_attention(true);
+  EXPECT_EQ(off.grad_fn()->name(), "SoftmaxBackward0");
+  nn::CausalAttention ca(8, 4, 40, 0.0);
+  EXPECT_EQ(ca.attention, nn::AttentionImpl::Fused);
+  Tensor fused = ca.forward(x);
+  ca.attention = nn::AttentionImpl::Composed;
+  EXPECT_EQ(mismatches<float>(ca.forward(x), fused), 0);
+  EXPECT_EQ(message([&] { mha.forward(randn({1, 41, 8})); }), "[MultiHeadAttention] sequence length 41 exceeds context_length 40");
+  nn::Dropout dropout(0.0);
+  EXPECT_EQ(message([&] {
+              nn::causal_attention("CausalAttention", randn({3, 4}), randn({5, 4}), randn({5, 4}), triu(ones({6, 6}), 1), 6, 1.0,
+                                   dropout, nn::AttentionImpl::Fused);
+            }),
+            "[CausalAttention] fused causal attention needs as many queries as keys, got [3, 4] and [5, 4]");
+}
+
+// The projections are built in the order the options say: that is the order they draw their
+// weights from the generator and their order in parameters().
+TEST(NnCausalAttention, MultiHeadAttentionBuildsItsProjectionsInTheOrderAsked) {
+  manual_seed(5);
+  nn::MultiHeadAttention seed(3, 4, 6, 0.0, 2);
+  manual_seed(5);
+  nn::MultiHeadAttention next_word(3, 4, 6, 0.0, 2, nn::MultiHeadAttentionOptions{.projection_order = nn::ProjectionOrder::QueryKeyValue});
+  std::vector<std::string> names;
+  for (const auto& [n, t] : next_word.named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight", "out_proj.bias"}));
+  EXPECT_EQ(bit_mismatches<float>(next_word.W_query->weight, seed.W_query->weight), 0);
+  EXPECT_EQ(bit_mismatches<float>(next_word.W_key->weight, seed.W_value->weight), 0);  // the second drawn
+  EXPECT_EQ(bit_mismatches<float>(next_word.W_value->weight, seed.W_key->weight), 0);  // the third
+  EXPECT_EQ(bit_mismatches<float>(next_word.out_proj->weight, seed.out_proj->weight), 0);
+  nn::MultiHeadAttention biased(3, 4, 6, 0.0, 2, nn::MultiHeadAttentionOptions{.qkv_bias = true, .attention = nn::AttentionImpl::Composed});
+  EXPECT_EQ(biased.parameters().size(), 8u);
+  EXPECT_EQ(biased.attention, nn::AttentionImpl::Composed);
+}
+
 // The kernels split the batch's matrices over get_num_threads() threads, each matrix computed by
 // one thread: 1, 2, 3 and 16 threads (more threads than matrices too) give the same bits, forward and
 // both gradients, including a batch count that does not divide evenly and inf/NaN in one matrix.

@@ -9,7 +9,7 @@
 // symmetric) must match every element within |a - b| <= 1e-10 (1 + |b|).
 //
 // The loss function takes the parameter tensors and runs the example's own forward
-// (TinyCausalLM::forward2 of examples/next_word/model.cpp) on them: for the duration of the call
+// (TinyCausalLM::forward of examples/next_word/model.cpp) on them: for the duration of the call
 // the module's parameter members (Linear::weight, bias, Embedding::weight, which its forward reads)
 // hold the given tensors, and are put back afterwards. That tests the code the trainer runs
 // (embedding, the Linear layers' addmm, the fused causal attention, the one-op cross_entropy),
@@ -181,7 +181,7 @@ class NextWordHvp : public ::testing::Test {
   ag::functional::Fn loss_fn() {
     return [this](const std::vector<Tensor>& ps) {
       SwapIn swap(model_->slots(), ps);
-      Tensor logits = model_->m->forward2(batch_.inputs).first;
+      Tensor logits = model_->m->forward(batch_.inputs);
       return ag::cross_entropy(logits.view({-1, batch_.vocab}), batch_.targets.view({-1}));
     };
   }

@@ -67,7 +67,7 @@ Result run(const Config& c, const std::function<void(int64_t, double)>& on_epoch
   else opt = std::make_unique<optim::SGD>(model.parameters(), optim::SGDOptions{.lr = c.lr, .momentum = 0.9});
 
   auto loss_of = [&]() {
-    Tensor logits = model.forward2(inputs).first;
+    Tensor logits = model.forward(inputs);
     return cross_entropy(logits.view({-1, V}), targets.view({-1}));
   };
   auto write_dot = [&](const Tensor& loss) {
@@ -101,7 +101,7 @@ Result run(const Config& c, const std::function<void(int64_t, double)>& on_epoch
 
   model.eval();
   NoGradGuard no_grad;
-  auto [logits, weights] = model.forward2(inputs);
+  auto [logits, weights] = model.forward_with_weights(inputs);
   const std::vector<int64_t> pred = argmax(logits, -1)[0].to_vector<int64_t>();
   const std::vector<int64_t> tgt = targets[0].to_vector<int64_t>();
   for (int64_t i = 0; i < T; ++i) {
