@@ -15,7 +15,7 @@
 
 namespace ag::kernels {
 
-// The gradients of a backward kernel, one per input (ag::Grads of node.h, the same type).
+// The gradients of a backward kernel, one per input (ag::Grads of backward_fn.h, the same type).
 using Grads = SmallVec<Tensor, 3>;
 
 // y = causal_softmax(q @ k^T, divisor) for queries q (batch..., tq, e) and keys k (batch..., tk, e)
