@@ -66,10 +66,17 @@ CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, 
     Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
     return {matmul(weights, v), weights};
   }
-  expect_within(who, t, context_length);  // the mask buffer is not read: the triangle is causal by construction
+  expect_within(who, t, context_length);
   if (q.size(-2) != t) {
     throw std::invalid_argument("[" + who + "] fused causal attention needs as many queries as keys, got " + q.shape().str() +
                                 " and " + k.shape().str());
+  }
+  // The fused ops compute the causal triangle themselves; the buffer is only checked, so that a
+  // mask edited or loaded from elsewhere is an error here, never silently ignored.
+  if (mask.dim() != 2 || !is_causal_pattern(mask, t)) {
+    throw std::invalid_argument("[" + who + "] fused causal attention (AttentionImpl::Fused) computes the causal mask "
+                                "triu(ones(T, T), 1) itself, but the mask buffer of shape " + mask.shape().str() +
+                                " is not that pattern; choose AttentionImpl::Composed to apply another mask");
   }
   if (dropout.p == 0.0 || !dropout.is_training()) {  // dropout is the identity: both products in one op
     auto [context, weights] = ag::causal_attention(q, k, v, divisor);

@@ -25,7 +25,8 @@ enum class AttentionImpl {
   // ag's causal ops (causal_qk_softmax, causal_matmul; while the dropout is the identity, both as
   // one causal_attention node): the masked half of the softmax is never computed, and from T = 65
   // on whole GEMM blocks above the diagonal are skipped. The mask is the causal triangle by
-  // construction: the module's mask buffer is not read. In the one node the context's gradient
+  // construction; the module's mask buffer is only checked to hold it (an edited or loaded mask
+  // that does not is an error, never silently ignored). In the one node the context's gradient
   // goes straight to q, k and v, not through the weights: a hook or retain_grad() on the weights
   // sees no gradient from the context (PyTorch's graph passes it through them).
   Fused,
@@ -41,7 +42,8 @@ struct CausalAttentionResult {
 
 // The attention core of the seeds' causal modules, q, k, v (..., T, E) and the module's registered
 // mask buffer, computed as `impl` says. Throws, naming `who`, if T exceeds context_length (and,
-// for Fused, if q and k have different lengths: the causal triangle needs square scores).
+// for Fused, if q and k have different lengths -- the causal triangle needs square scores -- or
+// the buffer's T x T corner is not triu(ones, 1)).
 CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout,
                                        AttentionImpl impl);

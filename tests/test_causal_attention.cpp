@@ -310,15 +310,22 @@ TEST(NnCausalAttention, TheModuleSaysWhichOpsItRecords) {
   EXPECT_EQ(weights_c.grad_fn()->name(), "SoftmaxBackward0");
   EXPECT_EQ(mismatches<float>(weights_c, weights), 0);
   EXPECT_EQ(mismatches<float>(out_c, out), 0);
-  // a changed buffer: Composed honours it, Fused does not read it
+  // a changed buffer: Composed honours it, Fused refuses it (never a silently different result)
   {
     NoGradGuard g;
     mha.mask.fill_(0.0);
   }
   EXPECT_GT(mha.forward_with_weights(x).second[0][0][0][1].item(), 0.0);  // the first query sees the second key
   mha.attention = nn::AttentionImpl::Fused;
+  EXPECT_EQ(message([&] { mha.forward(x); }),
+            "[MultiHeadAttention] fused causal attention (AttentionImpl::Fused) computes the causal mask triu(ones(T, T), 1) "
+            "itself, but the mask buffer of shape [40, 40] is not that pattern; choose AttentionImpl::Composed to apply "
+            "another mask");
+  {
+    NoGradGuard g;
+    mha.mask.copy_(triu(ones({40, 40}), 1));
+  }
   EXPECT_EQ(bit_mismatches<float>(mha.forward(x), out), 0);
-  EXPECT_EQ(mha.forward_with_weights(x).second[0][0][0][1].item(), 0.0);
   // the process-wide switch overrides a Fused module's choice
   nn::set_fused_attention(false);
   Tensor off = mha.forward_with_weights(x).second;
