@@ -376,6 +376,62 @@ TEST(ForwardADOpTable, JvpMatchesFiniteDifferencesAndReverseModeOnEveryOp) {
   for (const std::string& name : missing_ops) EXPECT_EQ(checked.count(name), 0u) << name << " threw on one sample only";
 }
 
+TEST(ForwardADOpTable, ForwardOverReverseEqualsReverseOverReverseOnEveryOp) {
+  // <w, d/du (J^T v)> by a forward pass through the backward pass, against <d/dx <J^T v, w>, u> by
+  // a backward pass through it (create_graph): both the second derivative of <v, f> along u and w
+  const std::vector<Case> cases = golden_cases();
+  std::mt19937_64 rng(29);
+  int checked = 0;
+  for (const Case& c : cases) {
+    const optable::OpInfo& op = *c.op;
+    if (op.order < 2) continue;
+    SCOPED_TRACE(case_name(c));
+    for (const bool strided : {false, true}) {
+      SCOPED_TRACE(strided ? "strided inputs" : "contiguous inputs");
+      std::vector<Tensor> leaves, us, ws;
+      for (const Tensor& x : c.inputs) {
+        leaves.push_back(strided ? testutil::strided_leaf(x) : x.detach().requires_grad_());
+        us.push_back(random_like(x, rng));
+        ws.push_back(random_like(x, rng));
+      }
+      Tensor finite, v;
+      {
+        NoGradGuard no_grad;
+        const Tensor y = op.fn(leaves).to(kFloat64);
+        if (!is_floating(op.fn(leaves).dtype())) break;
+        finite = eq(y - y, 0.0);
+        v = where(finite, random_like(y, rng), 0.0);
+      }
+      // reverse over reverse
+      const Tensor out = op.fn(leaves);
+      if (!out.requires_grad()) break;
+      const std::vector<Tensor> g = ag::grad({out}, leaves, {v.to(out.dtype())}, true, true, /*allow_unused=*/true);
+      Tensor s = zeros({}, kFloat64);
+      for (std::size_t i = 0; i < g.size(); ++i)
+        if (g[i].defined()) s = s + sum(g[i] * ws[i]);
+      double rr = 0;
+      if (s.requires_grad()) rr = dot_all(ag::grad({s}, leaves, {}, std::nullopt, false, /*allow_unused=*/true), us);
+      // forward over reverse
+      double fr = 0;
+      {
+        DualLevel level;
+        std::vector<Tensor> duals;
+        for (std::size_t i = 0; i < leaves.size(); ++i) duals.push_back(make_dual(leaves[i], us[i]));
+        const Tensor out_d = op.fn(duals);
+        std::vector<Tensor> tangents;
+        for (const Tensor& gi : ag::grad({out_d}, duals, {v.to(out_d.dtype())}, std::nullopt, false, /*allow_unused=*/true))
+          tangents.push_back(gi.defined() ? unpack_dual(gi).tangent : Tensor());
+        fr = dot_all(tangents, ws);
+      }
+      const double scale = std::max({1.0, std::abs(fr), std::abs(rr)});
+      const double tol = op.name.find("float32") != std::string::npos ? 1e-6 : 1e-10;
+      EXPECT_LE(std::abs(fr - rr), tol * scale) << "forward-over-reverse " << fr << ", reverse-over-reverse " << rr;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200);
+}
+
 // ---- ag::func against ag::functional ----
 
 namespace {
