@@ -33,6 +33,16 @@ Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim,
   return Size(DimVector(a.shape().begin(), a.shape().end() - 2));
 }
 
+// jvp of y = causal_qk_softmax(q, k, divisor): ds = dq k^T + q dk^T, then causal_softmax's jvp
+// (its Jacobian is symmetric): dy = causal_softmax_backward(ds, y, divisor)
+Tensor causal_qk_softmax_jvp(const Tensor& dq, const Tensor& dk, const Tensor& q, const Tensor& k, const Tensor& y,
+                             double divisor) {
+  Tensor ds;
+  if (dq.defined()) ds = matmul(dq, k.transpose(-2, -1));
+  if (dk.defined()) ds = ds.defined() ? ds + matmul(q, dk.transpose(-2, -1)) : matmul(q, dk.transpose(-2, -1));
+  return ds.defined() ? causal_softmax_backward(ds, y, divisor) : Tensor();
+}
+
 // Gives the weights y = causal_qk_softmax(q, k, divisor) their node.
 void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& batch, double divisor) {
   const bool gq = q.requires_grad(), gk = k.requires_grad();
@@ -43,7 +53,8 @@ void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& 
            if (!needs_grad({&g, &y, &q, &k})) return kernels::causal_qk_softmax_backward(g, y, q, k, gq, gk, batch, divisor);
            const Tensor ds = causal_softmax_backward(g, y, divisor);
            return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
-         });
+         },
+         [&](const Tangents& d) { return causal_qk_softmax_jvp(d[0], d[1], q, k, y, divisor); });
 }
 
 }  // namespace
@@ -69,6 +80,13 @@ Tensor causal_matmul(const Tensor& w, const Tensor& v) {
              const Tensor w = sw.get(), v = sv.get();
              if (!needs_grad({&g, &w, &v})) return kernels::causal_matmul_backward(g, w, v, gw, gv, batch);
              return {gw ? tril(matmul(g, v.transpose(-2, -1))) : Tensor(), gv ? matmul(tril(w).transpose(-2, -1), g) : Tensor()};
+           },
+           // jvp: dout = tril(dw) @ v + tril(w) @ dv
+           [&](const Tangents& d) {
+             Tensor dy;
+             if (d[0].defined()) dy = causal_matmul(d[0], v);
+             if (d[1].defined()) dy = dy.defined() ? dy + causal_matmul(w, d[1]) : causal_matmul(w, d[1]);
+             return dy;
            });
     detail::name_node(out, nullptr, "causal_matmul");  // its rule: causal_matmul's row, not mm's
   }
@@ -99,6 +117,13 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
                if (gk) dk = matmul(ds.transpose(-2, -1), q);
              }
              return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
+           },
+           // jvp: dout = tril(dy) @ v + tril(y) @ dv, dy causal_qk_softmax's jvp
+           [&](const Tangents& d) {
+             Tensor dout;
+             if (const Tensor dy = causal_qk_softmax_jvp(d[0], d[1], q, k, y, divisor); dy.defined()) dout = causal_matmul(dy, v);
+             if (d[2].defined()) dout = dout.defined() ? dout + causal_matmul(y, d[2]) : causal_matmul(y, d[2]);
+             return dout;
            });
     detail::name_node(out, nullptr, "causal_attention");  // its rule: the fused one, not mm's
   }

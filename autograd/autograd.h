@@ -3,6 +3,8 @@
 
 #include "anomaly.h"
 #include "dtype.h"
+#include "forward_ad.h"
+#include "func.h"
 #include "function.h"
 #include "functional.h"
 #include "generator.h"

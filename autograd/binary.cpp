@@ -16,6 +16,13 @@ namespace {
 using kernels::op_name;
 using Op = kernels::BinaryOp;
 
+// A jvp's terms summed, a missing (zero) term skipped; the sum broadcast to the output's shape.
+struct TangentSum {
+  Tensor sum;
+  void add(const Tensor& term) { sum = sum.defined() ? ag::add(sum, term) : term; }
+  Tensor to(const Size& shape) const { return !sum.defined() || sum.shape() == shape ? sum : expand(sum, shape.vec()); }
+};
+
 // The common dtype both operands are converted to before the kernel runs.
 DType result_dtype(Op op, const Tensor& a, const Tensor& b) {
   DType r = result_type(a, b);
@@ -49,6 +56,36 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
   SavedTensor sa(op == Op::Add || op == Op::Sub || (!gb && op != Op::Pow) ? Tensor() : a);
   SavedTensor sb(op == Op::Add || op == Op::Sub ? Tensor() : b);
   SavedTensor so(op == Op::Pow && gb ? out : Tensor(), /*is_output=*/true);
+  // jvp, the rules below applied forward (a term is skipped where its input has no tangent):
+  //   add: dy = da + db,  sub: dy = da - db,  mul: dy = da b + a db,  div: dy = da / b - db a / b^2,
+  //   pow: dy = da b a^(b-1) (0 where b = 0) + db y log(a) (0 where a = 0 and b >= 0)
+  auto jvp = [&](const Tangents& t) {
+    const Tensor &da = t[0], &db = t[1];
+    TangentSum dy;
+    switch (op) {
+      case Op::Add:
+        if (da.defined()) dy.add(da);
+        if (db.defined()) dy.add(db);
+        break;
+      case Op::Sub:
+        if (da.defined()) dy.add(da);
+        if (db.defined()) dy.add(neg(db));
+        break;
+      case Op::Mul:
+        if (da.defined()) dy.add(mul(da, b));
+        if (db.defined()) dy.add(mul(a, db));
+        break;
+      case Op::Div:
+        if (da.defined()) dy.add(div(da, b));
+        if (db.defined()) dy.add(neg(div(mul(db, a), mul(b, b))));
+        break;
+      case Op::Pow:
+        if (da.defined()) dy.add(mul(da, where(eq(b, 0.0), 0.0, mul(b, pow(a, sub(b, 1.0))))));
+        if (db.defined()) dy.add(mul(db, where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, mul(out, log(a)))));
+        break;
+    }
+    return dy.to(shape);
+  };
   record(out, grad_name, {a, b}, [op, ga, gb, sa, sb, so, as = a.shape(), bs = b.shape()](const Tensor& g) -> Grads {
     Tensor da, db;
     switch (op) {
@@ -76,7 +113,7 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
       }
     }
     return {da, db};
-  });
+  }, jvp);
   return out;
 }
 
@@ -146,6 +183,14 @@ Tensor min_max(const Tensor& a0, const Tensor& b0, bool is_max) {
            if (ga) da = sum_to(masked_fill(shared, a_loses, 0.0), a.shape());
            if (gb) db = sum_to(masked_fill(shared, b_loses, 0.0), b.shape());
            return {da, db};
+         },
+         // jvp: the same masks on the tangents, dy = ma da + mb db (ma = 1 where a wins, 1/2 on a tie)
+         [&](const Tangents& t) {
+           const Tensor a_loses = is_max ? lt(a, b) : gt(a, b), b_loses = is_max ? gt(a, b) : lt(a, b);
+           TangentSum dy;
+           if (t[0].defined()) dy.add(masked_fill(where(eq(a, b), t[0] / 2.0, t[0]), a_loses, 0.0));
+           if (t[1].defined()) dy.add(masked_fill(where(eq(a, b), t[1] / 2.0, t[1]), b_loses, 0.0));
+           return dy.to(shape);
          });
   return out;
 }
@@ -174,6 +219,13 @@ Tensor where(const Tensor& cond, const Tensor& a0, const Tensor& b0) {
            if (ga) da = sum_to(where(cond, g, 0.0), as);
            if (gb) db = sum_to(where(cond, 0.0, g), bs);
            return {da, db};
+         },
+         // jvp: dy = da where cond, db elsewhere
+         [&](const Tangents& t) {
+           TangentSum dy;
+           if (t[0].defined()) dy.add(where(cond, t[0], 0.0));
+           if (t[1].defined()) dy.add(where(cond, 0.0, t[1]));
+           return dy.to(shape);
          });
   return out;
 }

@@ -45,6 +45,12 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
       Grads r;
       for (std::size_t i = 0; i < starts.size(); ++i) r.push_back(narrow(g, dim, starts[i], lens[i]));
       return r;
+    },
+    // jvp: dout = cat(dts, dim), a zero block where an input has no tangent
+    [&](const Tangents& d) {
+      std::vector<Tensor> parts;
+      for (std::size_t i = 0; i < ts.size(); ++i) parts.push_back(d[i].defined() ? d[i] : zeros_like(ts[i]));
+      return cat(parts, dim);
     });
   }
   return out;

@@ -22,7 +22,8 @@ Tensor to(const Tensor& t, DType dtype) {
   Tensor out = copy_as(t, dtype, MemoryFormat::Preserve);
   if (needs_grad(t) && is_floating(dtype)) {
     // out = t.to(dtype)  =>  dt = dout.to(t.dtype)
-    record(out, "ToCopyBackward0", {t}, [from = t.dtype()](const Tensor& g) -> Grads { return {g.to(from)}; });
+    record(out, "ToCopyBackward0", {t}, [from = t.dtype()](const Tensor& g) -> Grads { return {g.to(from)}; },
+           [&](const Tangents& d) { return d[0].to(dtype); });  // jvp: dout = dt.to(dtype)
   }
   return out;
 }
@@ -31,7 +32,11 @@ Tensor clone(const Tensor& t, MemoryFormat memory_format) {
   detail::check_defined(t, "clone");
   Tensor out = copy_as(t, t.dtype(), memory_format);
   // out = clone(t)  =>  dt = dout
-  if (needs_grad(t)) record(out, "CloneBackward0", {t}, [](const Tensor& g) -> Grads { return {g}; });
+  // jvp: dout = clone(dt), in out's layout
+  if (needs_grad(t)) {
+    record(out, "CloneBackward0", {t}, [](const Tensor& g) -> Grads { return {g}; },
+           [&](const Tangents& d) { return clone(d[0], memory_format); });
+  }
   return out;
 }
 

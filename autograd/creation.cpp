@@ -181,7 +181,8 @@ static Tensor tri(const Tensor& t, int64_t diagonal, bool upper, const char* op,
   if (needs_grad(t)) {
     // out = tri(t)  =>  dt = tri(dout)
     record(out, grad_name, {t},
-           [diagonal, upper](const Tensor& g) -> Grads { return {upper ? triu(g, diagonal) : tril(g, diagonal)}; });
+           [diagonal, upper](const Tensor& g) -> Grads { return {upper ? triu(g, diagonal) : tril(g, diagonal)}; },
+           [&](const Tangents& d) { return upper ? triu(d[0], diagonal) : tril(d[0], diagonal); });  // jvp: dout = tri(dt)
   }
   return out;
 }

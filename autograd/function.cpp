@@ -165,6 +165,14 @@ struct CustomNodeBackward {
 void CustomCall::begin(const char* name) {
   ctx->name_ = name;
   recording = needs_grad(inputs);
+  // forward mode: a Function has no jvp (yet), so a dual input is PyTorch's error, never a dropped tangent
+  if (recording && detail::forward_ad_on())
+    for (const Tensor& t : inputs)
+      if (detail::tangent_of(t).defined()) {
+        throw std::runtime_error("[" + std::string(name) + "] You must implement the jvp function for custom "
+                                 "autograd.Function to use it with forward mode AD (an input of shape " +
+                                 t.shape().str() + " is a dual tensor)");
+      }
   ctx->needs_input_grad_.clear();
   for (const Tensor& t : inputs) ctx->needs_input_grad_.push_back(recording && t.defined() && t.requires_grad());
 }

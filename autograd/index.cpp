@@ -90,7 +90,8 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
     record(out, "IndexSelectBackward0", {t}, [idx, dim, from = t.shape()](const Tensor& g) -> Grads {
       if (!needs_grad(g)) return {kernels::scatter_add(g, from, dim, *idx)};
       return {index_add(zeros(from.vec(), g.dtype()), dim, index_tensor(*idx), g)};
-    });
+    },
+    [&](const Tangents& d) { return index_select(d[0], dim, index); });  // jvp: dout = dt.index_select(dim, idx)
   }
   return out;
 }
@@ -124,6 +125,11 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
       if (ds.shape() != ss) ds = reshape(ds, ss.vec());
       if (alpha != 1.0) ds = ds * alpha;
       return {g, ds};
+    },
+    // jvp: dout = index_add(dt, dim, idx, dsource, alpha), a zero dt or dsource where there is none
+    [&](const Tangents& d) {
+      const Tensor ds = d[1].defined() ? d[1] : zeros_like(source);
+      return index_add(d[0].defined() ? d[0] : zeros_like(t, d[1].dtype()), dim, index, ds.to(d[0].defined() ? d[0].dtype() : ds.dtype()), alpha);
     });
   }
   return out;
@@ -144,7 +150,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
       const Tensor rows = reshape(g, {static_cast<int64_t>(idx->size()), from[1]});
       if (!needs_grad(g)) return {kernels::scatter_add(rows, from, 0, *idx)};
       return {index_add(zeros(from.vec(), g.dtype()), 0, index_tensor(*idx), rows)};
-    });
+    },
+    [&](const Tangents& d) { return embedding(d[0], indices); });  // jvp: dout = dweight[indices]
   }
   return out;
 }
@@ -162,7 +169,8 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
     // out[p] = t[p with coordinate dim = index[p]]  =>  dt = scatter_add(zeros like t, dim, index, g)
     record(out, "GatherBackward0", {t}, [si = SavedTensor(index), dim, from = t.shape()](const Tensor& g) -> Grads {
       return {scatter_add(zeros(from.vec(), g.dtype()), dim, si.get(), g)};
-    });
+    },
+    [&](const Tangents& d) { return gather(d[0], dim, index); });  // jvp: dout = gather(dt, dim, index)
   }
   return out;
 }
@@ -187,6 +195,11 @@ Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tens
     const bool gs = src.requires_grad();
     record(out, "ScatterAddBackward0", {t, src}, [si = SavedTensor(index), dim, gs, from = src.shape()](const Tensor& g) -> Grads {
       return {g, gs ? pad_to(gather(g, dim, si.get()), from) : Tensor()};
+    },
+    // jvp: dout = scatter_add(dt, dim, index, dsrc), a zero dt or dsrc where there is none
+    [&](const Tangents& d) {
+      if (!d[1].defined()) return d[0];
+      return scatter_add(d[0].defined() ? d[0] : zeros_like(t, d[1].dtype()), dim, index, d[0].defined() ? d[1].to(d[0].dtype()) : d[1]);
     });
   }
   return out;
@@ -216,7 +229,8 @@ Tensor masked_select(const Tensor& t, const Tensor& mask) {
       const Tensor scattered = needs_grad(g) ? index_add(zeros({b.numel()}, g.dtype()), 0, index_tensor(*pos), g)
                                              : kernels::scatter_add(g, Size{b.numel()}, 0, *pos);
       return {sum_to(reshape(scattered, b.vec()), from)};
-    });
+    },
+    [&](const Tangents& d) { return masked_select(d[0], mask); });  // jvp: dout = dt[mask]
   }
   return out;
 }

@@ -57,6 +57,40 @@ void bump_version(const Tensor& t, const char* op) {
   ++t.impl()->storage->version;
 }
 
+bool inplace_has_tangent(const Tensor& self, const Tensor* other) {
+  if (!forward_ad_on()) return false;
+  return self.impl()->fw_grad || (other && other->defined() && other->impl()->fw_grad);
+}
+
+void set_inplace_tangent(const Tensor& self, const Tensor& t) {
+  TensorImpl& s = *self.impl();
+  if (s.fw_grad) {
+    const Tensor own(s.fw_grad);
+    if (t.defined()) copy_into(own, t);
+    else copy_into(own, zeros_tensor({}, own.dtype()));
+    return;
+  }
+  if (!t.defined()) return;  // zero stays zero
+  if (!s.view_base) {
+    set_tangent(self, t.shape() == self.shape() && !t.shares_storage(self) ? t : clone(expand(t, self.shape().vec())));
+    return;
+  }
+  // a view: the same view of the base's tangent, laid out as the base is (made as zeros if none)
+  const Tensor base(s.view_base);
+  if (!base.impl()->fw_grad) {
+    const auto span = static_cast<int64_t>(base.impl()->storage->nbytes / element_size(base.dtype()));
+    set_tangent(base, alias(zeros_tensor({span}, t.dtype()), base.shape(), base.strides(), base.storage_offset()));
+  }
+  const Tensor bt(base.impl()->fw_grad);
+  if (bt.strides() != base.strides() || bt.storage_offset() != base.storage_offset()) {
+    throw std::runtime_error("[forward AD] an in-place write of a dual tensor into a view (shape " + self.shape().str() +
+                             ") whose base's tangent is laid out otherwise than the base is not supported");
+  }
+  const Tensor vt = alias(bt, self.shape(), self.strides(), self.storage_offset());
+  copy_into(vt, t);
+  set_tangent(self, vt);
+}
+
 }  // namespace detail
 
 static void check_broadcastable_into(const Tensor& dst, const Tensor& src, const char* op) {
@@ -108,6 +142,7 @@ void record_overwrite(Tensor& self, const Tensor& src, const char* name) {
 // fill_ and zero_: every element `value`, recorded as `name` in a graph.
 Tensor& fill_with(Tensor& self, double value, const char* op, const char* name) {
   detail::check_defined(self, op);
+  if (detail::inplace_has_tangent(self)) detail::set_inplace_tangent(self, Tensor());  // a constant: dself = 0
   const auto write = [&] {
     dispatch_all(self.dtype(), [&]<typename T>() {
       const T v = detail::checked_scalar<T>(value, op);
@@ -266,9 +301,21 @@ void write_through_view(const Tensor& self, const Tensor& b, const Tensor& r, co
 // clamp). `fast`, if given, writes the result into self directly when nothing is recorded;
 // otherwise the result is computed out of place and copied in.
 template <class F>
-Tensor& apply_inplace(Tensor& self, const char* op, bool other_requires_grad, bool reads_self, F f,
+Tensor& apply_inplace(Tensor& self, const char* op, const Tensor* other, bool reads_self, F f,
                       const std::function<void()>& fast = {}) {
   detail::check_defined(self, op);
+  if (detail::inplace_has_tangent(self, other)) {
+    // forward mode: f of self as it is now pushes the result's tangent (f's jvp), which becomes
+    // self's once the value is written
+    const Tensor t = detail::tangent_of(f(self));
+    {
+      detail::JvpPause pause;  // the write itself pushes no tangent
+      apply_inplace(self, op, other, reads_self, f, fast);
+    }
+    detail::set_inplace_tangent(self, t);
+    return self;
+  }
+  const bool other_requires_grad = other && other->defined() && other->requires_grad();
   const bool tracked = grad_enabled() && (self.requires_grad() || other_requires_grad);
   if (!tracked) {
     if (fast) {
@@ -370,7 +417,7 @@ Tensor& Tensor::add_(const Tensor& other0, double alpha) {
   check_broadcastable_into(*this, other0, "add_");
   const Tensor other = readable_operand(*this, other0);
   auto f = [&](const Tensor& self) { return alpha == 1.0 ? ag::add(self, other) : ag::add(self, ag::mul(other, alpha)); };
-  return apply_inplace(*this, "add_", requires_grad_of(other), false, f,
+  return apply_inplace(*this, "add_", &other, false, f,
                        alpha == 1.0 ? same_dtype_loop(*this, other, [](auto x, auto y) { return x + y; })
                                     : same_dtype_loop(*this, other, [a = alpha](auto x, auto y) { return x + static_cast<decltype(x)>(a) * y; }));
 }
@@ -381,7 +428,7 @@ Tensor& Tensor::sub_(const Tensor& other0, double alpha) {
   check_broadcastable_into(*this, other0, "sub_");
   const Tensor other = readable_operand(*this, other0);
   auto f = [&](const Tensor& self) { return alpha == 1.0 ? ag::sub(self, other) : ag::sub(self, ag::mul(other, alpha)); };
-  return apply_inplace(*this, "sub_", requires_grad_of(other), false, f);
+  return apply_inplace(*this, "sub_", &other, false, f);
 }
 
 // self *= other  (MulBackward0; other's gradient is g * self's old value)
@@ -389,7 +436,7 @@ Tensor& Tensor::mul_(const Tensor& other0) {
   detail::check_defined(other0, "mul_");
   check_broadcastable_into(*this, other0, "mul_");
   const Tensor other = readable_operand(*this, other0);
-  return apply_inplace(*this, "mul_", requires_grad_of(other), requires_grad_of(other),
+  return apply_inplace(*this, "mul_", &other, requires_grad_of(other),
                        [&](const Tensor& self) { return ag::mul(self, other); },
                        same_dtype_loop(*this, other, [](auto x, auto y) { return x * y; }));
 }
@@ -399,31 +446,31 @@ Tensor& Tensor::div_(const Tensor& other0) {
   detail::check_defined(other0, "div_");
   check_broadcastable_into(*this, other0, "div_");
   const Tensor other = readable_operand(*this, other0);
-  return apply_inplace(*this, "div_", requires_grad_of(other), requires_grad_of(other),
+  return apply_inplace(*this, "div_", &other, requires_grad_of(other),
                        [&](const Tensor& self) { return ag::div(self, other); });
 }
 
 Tensor& Tensor::add_(double value) {
-  return apply_inplace(*this, "add_", false, false, [value](const Tensor& self) { return ag::add(self, value); },
+  return apply_inplace(*this, "add_", nullptr, false, [value](const Tensor& self) { return ag::add(self, value); },
                        scalar_loop(*this, [value](auto x) { return x + static_cast<decltype(x)>(value); }));
 }
 
 Tensor& Tensor::sub_(double value) {
-  return apply_inplace(*this, "sub_", false, false, [value](const Tensor& self) { return ag::sub(self, value); });
+  return apply_inplace(*this, "sub_", nullptr, false, [value](const Tensor& self) { return ag::sub(self, value); });
 }
 
 Tensor& Tensor::mul_(double value) {
-  return apply_inplace(*this, "mul_", false, false, [value](const Tensor& self) { return ag::mul(self, value); },
+  return apply_inplace(*this, "mul_", nullptr, false, [value](const Tensor& self) { return ag::mul(self, value); },
                        scalar_loop(*this, [value](auto x) { return x * static_cast<decltype(x)>(value); }));
 }
 
 Tensor& Tensor::div_(double value) {
-  return apply_inplace(*this, "div_", false, false, [value](const Tensor& self) { return ag::div(self, value); });
+  return apply_inplace(*this, "div_", nullptr, false, [value](const Tensor& self) { return ag::div(self, value); });
 }
 
 // self = clamp(self, min, max)  (ClampBackward1; the rule's mask reads self's old value)
 Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
-  return apply_inplace(*this, "clamp_", false, true, [min, max](const Tensor& self) { return ag::clamp(self, min, max); });
+  return apply_inplace(*this, "clamp_", nullptr, true, [min, max](const Tensor& self) { return ag::clamp(self, min, max); });
 }
 
 // self = src, broadcast to self's shape and converted to self's dtype. Differentiable as PyTorch's
@@ -435,6 +482,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_broadcastable_into(*this, src, "copy_");
   // Copy through a temporary if src overlaps our storage, so the copy reads the old values.
   const Tensor s = shares_storage(src) ? src.clone() : src;
+  if (detail::inplace_has_tangent(*this, &s)) {
+    // forward mode: self's tangent becomes src's (broadcast, in self's dtype), or zero
+    const Tensor st = detail::tangent_of(s);
+    const Tensor t = st.defined() ? ag::expand(st.to(dtype()), shape().vec()) : Tensor();
+    {
+      detail::JvpPause pause;
+      copy_(s);
+    }
+    detail::set_inplace_tangent(*this, t);
+    return *this;
+  }
   if (const Tensor b = tracked_base(*this, requires_grad_of(s), "copy_"); b.defined()) {
     write_through_view(*this, b, ag::expand(s.to(dtype()), shape().vec()), "copy_");
     return *this;

@@ -21,6 +21,14 @@ void bump_version(const Tensor& t, const char* op);
 // CopySlices on the base, and returns true. Otherwise false, and the caller writes as usual.
 bool inplace_through_view(const Tensor& self, bool value_requires_grad, const char* op,
                           const std::function<Tensor(const Tensor&)>& f);
+// Forward mode: whether an in-place write into `self` of a value computed from `other` (may be
+// null) must update a tangent (a dual level is alive and one of them carries one).
+bool inplace_has_tangent(const Tensor& self, const Tensor* other = nullptr);
+// Forward mode: after an in-place write into `self` of a value whose tangent is `t` (undefined:
+// zero), self's tangent is t: written into self's tangent where it has one (so views of it see the
+// write), else a new one; a view without one gets the same view of its base's tangent, which is
+// made (zeros) if the base has none, as PyTorch does.
+void set_inplace_tangent(const Tensor& self, const Tensor& t);
 // A view whose base was written in place after the view was taken: gives it the history of a
 // view of the base's current value (AsStridedBackward0), as PyTorch regenerates a view's grad_fn.
 void refresh_view(const Tensor& v);

@@ -71,6 +71,24 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
                dx = rstd * (dh - mean(dh, dims, true) - h * mean(dh * h, dims, true));
              }
              return {dx, dw, db};
+           },
+           // jvp: dy = dxhat * w + xhat * dw + db, dxhat = rstd * (dx - mean(dx) - xhat * mean(dx * xhat)),
+           // with xhat and rstd recomputed from x in ag ops (so the tangent has x's history)
+           [&](const Tangents& d) {
+             DimVector dims;
+             for (int64_t i = -ns.size(); i < 0; ++i) dims.push_back(i);
+             const Tensor xc = x - mean(x, dims, true);
+             const Tensor rstd = pow(mean(xc * xc, dims, true) + eps, -0.5);
+             const Tensor h = xc * rstd;
+             Tensor dy;
+             auto plus = [&dy](const Tensor& term) { dy = dy.defined() ? dy + term : term; };
+             if (d[0].defined()) {
+               const Tensor dh = rstd * (d[0] - mean(d[0], dims, true) - h * mean(d[0] * h, dims, true));
+               plus(weight.defined() ? dh * weight : dh);
+             }
+             if (d[1].defined()) plus(h * d[1]);
+             if (d[2].defined()) plus(expand(d[2], x.shape().vec()));
+             return dy;
            });
   }
   return y;

@@ -154,7 +154,8 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, 
     record(out, "NllLossBackward0", {logp}, [tg = targets.ids, count = targets.count, from = logp.shape()](const Tensor& g) -> Grads {
       if (!needs_grad(g)) return {kernels::nll_loss_backward(g, tg, count, from)};
       return {nll_loss_backward(g, tg, count, from)};
-    });
+    },
+    [&](const Tangents& d) { return nll_loss(d[0], target, ignore_index, reduction); });  // jvp: the loss is linear in logp
   }
   return out;
 }
@@ -224,6 +225,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
              const Tensor logp = log_softmax(x, -1);
              const Tensor dlogp = nll_loss_backward(g, ids, count, x.shape());
              return {dlogp - exp(logp) * sum(dlogp, {-1}, true)};
+           },
+           // jvp: nll_loss is linear, so dloss = nll_loss(dlogp), dlogp = dx - sum(softmax(x) * dx) (log_softmax's jvp)
+           [&](const Tangents& d) {
+             const Tensor dlogp = d[0] - sum(softmax(logits, -1) * d[0], {-1}, true);
+             return nll_loss(dlogp, target, ignore_index, reduction);
            });
   }
   return out;
@@ -297,6 +303,17 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
              if (gx) dx = ge * (x - t) / clamp_min(rsub(x, 1.0) * x, static_cast<double>(1e-12f));
              if (gt) dt = ge * (clamp_min(log(rsub(x, 1.0)), -100.0) - clamp_min(log(x), -100.0));
              return {dx, dt};
+           },
+           // jvp: the same factors on the tangents, then the reduction
+           [&](const Tangents& d) {
+             Tensor dl;
+             if (d[0].defined()) dl = d[0] * (input - target) / clamp_min(rsub(input, 1.0) * input, static_cast<double>(1e-12f));
+             if (d[1].defined()) {
+               const Tensor term = d[1] * (clamp_min(log(rsub(input, 1.0)), -100.0) - clamp_min(log(input), -100.0));
+               dl = dl.defined() ? dl + term : term;
+             }
+             if (weight.defined()) dl = dl * weight;
+             return reduce(dl, r);
            });
   }
   return out;
@@ -342,6 +359,13 @@ Tensor xlogy(const Tensor& x, const Tensor& y) {
              if (gx) dx = g * zero_where_x_is(x, y, log(y));
              if (gy) dy = g * x / y;
              return {dx, dy};
+           },
+           // jvp: dout = dx log(y) (0 where x = 0) + dy x / y
+           [&](const Tangents& d) {
+             Tensor dout;
+             if (d[0].defined()) dout = d[0] * zero_where_x_is(x, y, log(y));
+             if (d[1].defined()) dout = dout.defined() ? dout + d[1] * x / y : d[1] * x / y;
+             return dout;
            });
   }
   return out;

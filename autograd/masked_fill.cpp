@@ -42,7 +42,8 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
   if (needs_grad(t)) {
     record(out, "MaskedFillBackward0", {t}, [m = SavedTensor(mask), xs = t.shape()](const Tensor& g) -> Grads {
       return masked_fill_backward(m, xs, g);
-    });
+    },
+    [&](const Tangents& d) { return masked_fill(expand(d[0], shape.vec()), mask, 0.0); });  // jvp: dout = masked_fill(dt, mask, 0)
   }
   return out;
 }
@@ -55,6 +56,16 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
     detail::shape_error("masked_fill_", "output with shape " + shape().str() + " doesn't match the broadcast shape " + b.str() +
                                             " (a mask of shape " + mask.shape().str() +
                                             " would change self's shape; the out-of-place masked_fill broadcasts)");
+  }
+  if (detail::inplace_has_tangent(*this)) {
+    // forward mode: dself = masked_fill(dself, mask, 0)
+    const Tensor t = ag::masked_fill(Tensor(impl()->fw_grad), mask, 0.0);
+    {
+      detail::JvpPause pause;
+      masked_fill_(mask, value);
+    }
+    detail::set_inplace_tangent(*this, t);
+    return *this;
   }
   // through a view of a tensor in a graph: CopySlices on the base
   if (detail::inplace_through_view(*this, false, "masked_fill_",

@@ -57,6 +57,13 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
       if (ga) da = sum_to(matmul(g, transpose(bv, -1, -2)), as);
       if (gb) db = sum_to(matmul(transpose(av, -1, -2), g), bs);
       return {da, db};
+    },
+    // jvp: dout = da @ b + a @ db
+    [&](const Tangents& d) {
+      Tensor dy;
+      if (d[0].defined()) dy = matmul(d[0], b);
+      if (d[1].defined()) dy = dy.defined() ? dy + matmul(a, d[1]) : matmul(a, d[1]);
+      return dy.defined() && dy.shape() != out.shape() ? expand(dy, out.shape().vec()) : dy;
     });
   }
   return out;
@@ -82,6 +89,13 @@ Tensor mv(const Tensor& m, const Tensor& v) {
       if (gm) dm = unsqueeze(g, 1) * unsqueeze(sv.get(), 0);
       if (gv) dv = matmul(t(sm.get()), g);
       return {dm, dv};
+    },
+    // jvp: dout = dm @ v + m @ dv
+    [&](const Tangents& d) {
+      Tensor dy;
+      if (d[0].defined()) dy = mv(d[0], v);
+      if (d[1].defined()) dy = dy.defined() ? dy + mv(m, d[1]) : mv(m, d[1]);
+      return dy;
     });
   }
   return out;
@@ -99,6 +113,13 @@ Tensor dot(const Tensor& a, const Tensor& b) {
       if (ga) da = g * sb.get();
       if (gb) db = g * sa.get();
       return {da, db};
+    },
+    // jvp: dout = da . b + a . db
+    [&](const Tangents& d) {
+      Tensor dy;
+      if (d[0].defined()) dy = dot(d[0], b);
+      if (d[1].defined()) dy = dy.defined() ? dy + dot(a, d[1]) : dot(a, d[1]);
+      return dy;
     });
   }
   return out;
@@ -216,6 +237,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       if (gx) dx = matmul(g, wv);
       if (gw) dwt = matmul(xv.t(), g);
       return {db, dx, dwt};
+    },
+    // jvp: dout = dbias + dx @ wt + x @ dwt
+    [&](const Tangents& d) {
+      Tensor dy;
+      auto plus = [&dy](const Tensor& term) { dy = dy.defined() ? dy + term : term; };
+      if (d[1].defined()) plus(matmul(d[1], wt));
+      if (d[2].defined()) plus(matmul(x, d[2]));
+      if (d[0].defined()) plus(d[0]);
+      return dy.shape() != out.shape() ? expand(dy, out.shape().vec()) : dy;
     });
   }
   return out;

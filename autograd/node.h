@@ -12,6 +12,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <atomic>
 #include <new>
 #include <stdexcept>
 #include <type_traits>
@@ -231,18 +232,90 @@ class EnableGradGuard : public GradModeGuard {
   EnableGradGuard() : GradModeGuard(true) {}
 };
 
-// True if an op over these inputs must record a node. A backward rule asks the same of its
-// gradient and saved tensors to choose between its composed formula (which records the
-// backward's own graph) and a fast kernel (nothing to record).
+// True if an op over these inputs must record a node, or push a tangent (an input carries one at
+// the live dual level, forward_ad.h). A backward rule asks the same of its gradient and saved
+// tensors to choose between its composed formula (which records the backward's own graph, and
+// pushes tangents: forward-over-reverse) and a fast kernel (nothing to record, and one that would
+// drop a tangent).
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 inline bool needs_grad(const Tensor& a) { return needs_grad({&a}); }
 inline bool needs_grad(const Tensor& a, const Tensor& b) { return needs_grad({&a, &b}); }
 bool needs_grad(const std::vector<Tensor>& inputs);
 
+// ---- forward mode (forward_ad.h): what an op needs to push tangents ----
+
+// The tangents of an op's inputs, in the order of its inputs; undefined where an input has none
+// (a zero that is never materialised: a rule skips its term).
+using Tangents = SmallVec<Tensor, 3>;
+
+// An op's jvp rule: the tangents of its inputs -> the tangent of its output (undefined: zero).
+// It does not own the lambda it refers to, which lives as long as the record() call that runs it,
+// so passing one costs two pointers and nothing is allocated when no dual tensor is alive.
+class JvpFn {
+ public:
+  JvpFn() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, JvpFn>>>
+  JvpFn(const F& f)  // NOLINT: implicit, so ops pass their lambda directly
+      : obj_(&f), call_([](const void* o, const Tangents& t) -> Tensor { return (*static_cast<const F*>(o))(t); }) {}
+  // The jvp of a view op: the same view of the input's tangent, sharing its memory (so an
+  // in-place op through the view updates the base's tangent). Any other op's tangent is its own:
+  // one that shares an input tangent's memory (dy = dx) is copied.
+  template <class F>
+  static JvpFn view(const F& f) {
+    JvpFn j(f);
+    j.view_ = true;
+    return j;
+  }
+  explicit operator bool() const { return call_ != nullptr; }
+  bool is_view() const { return view_; }
+  Tensor operator()(const Tangents& t) const { return call_(obj_, t); }
+
+ private:
+  const void* obj_ = nullptr;
+  Tensor (*call_)(const void*, const Tangents&) = nullptr;
+  bool view_ = false;
+};
+
+namespace detail {
+// Whether tangents propagate: a dual level is alive (forward_ad.h) and no jvp rule is running on
+// this thread (a rule's own ops push no tangent: tangents never carry tangents). With no level
+// alive it is one relaxed load, read once per op.
+extern std::atomic<bool> g_dual_level_alive;
+extern thread_local bool g_jvp_running;
+inline bool forward_ad_on() { return g_dual_level_alive.load(std::memory_order_relaxed) && !g_jvp_running; }
+// RAII: no tangent is pushed on this thread in its scope (a jvp rule runs so).
+class JvpPause {
+ public:
+  JvpPause() : prev_(g_jvp_running) { g_jvp_running = true; }
+  ~JvpPause() { g_jvp_running = prev_; }
+  JvpPause(const JvpPause&) = delete;
+  JvpPause& operator=(const JvpPause&) = delete;
+
+ private:
+  bool prev_;
+};
+// t's tangent at the live level, or undefined (no level, or none: zero).
+inline Tensor tangent_of(const Tensor& t) {
+  return forward_ad_on() && t.defined() && t.impl()->fw_grad ? Tensor(t.impl()->fw_grad) : Tensor();
+}
+// Gives t the tangent `tangent` (t's shape) at the live level; leaving the level drops it.
+void set_tangent(const Tensor& t, const Tensor& tangent);
+// Runs `jvp` on the tangents of `inputs` and gives `out` the result, or throws PyTorch's error
+// ("Trying to use forward AD with <op> that does not support it") if an input has a tangent and
+// the op has no rule. record() calls it; an op that records no node calls it itself.
+void push_tangent(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, const JvpFn& jvp);
+// The op name in that error, from a grad_fn name: "LogSoftmaxBackward0" -> "log_softmax".
+std::string op_of_node_name(std::string_view name);
+}  // namespace detail
+
 // Gives `out` a grad_fn named `name` whose edges lead to `inputs`. Call only if needs_grad().
-// `name` must outlive the node (a string literal).
-void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn);
-void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn);
+// `name` must outlive the node (a string literal). With a dual level alive it also gives `out`
+// its tangent by `jvp` (the op's forward rule, beside its backward rule `fn`), and throws if an
+// input carries a tangent and the op has no jvp rule yet. needs_grad() is true when an input
+// carries a tangent, so an op calls record() then; no node is made unless an input requires grad
+// and grad mode is on (NoGradGuard turns reverse mode off, not forward mode).
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn, JvpFn jvp = {});
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn, JvpFn jvp = {});
 // One node for several outputs (a custom Function): outs[k] becomes output k of the node, except
 // where differentiable[k] is false (it keeps no history, as PyTorch's non-differentiable outputs).
 void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differentiable, const char* name,

@@ -271,6 +271,7 @@ Tensor& exponential_(Tensor& t, double lambd, Generator* gen) {
                                 (t.dtype() == kBool ? "Bool" : "Long") + "'");
   Generator& g = pick(gen);
   detail::begin_inplace(t, "exponential_", false);
+  if (detail::inplace_has_tangent(t)) detail::set_inplace_tangent(t, Tensor());  // random values: dt = 0
   const std::vector<int64_t> offs = memory_order(t);
   GenLock lock(g.mutex());
   dispatch_float(t.dtype(), "exponential_", [&]<typename T>() {
@@ -417,6 +418,7 @@ Tensor& uniform_(Tensor& t, double from, double to, Generator* gen) {
   }
   Generator& g = pick(gen);
   detail::begin_inplace(t, "uniform_", false);
+  if (detail::inplace_has_tangent(t)) detail::set_inplace_tangent(t, Tensor());  // random values: dt = 0
   const std::vector<int64_t> offs = memory_order(t);
   GenLock lock(g.mutex());
   dispatch_float(t.dtype(), "uniform_", [&]<typename T>() {
@@ -438,6 +440,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   if (!(std >= 0.0)) throw std::invalid_argument("[normal_] expects std >= 0.0, but found std " + std::to_string(std));
   Generator& g = pick(gen);
   detail::begin_inplace(t, "normal_", false);
+  if (detail::inplace_has_tangent(t)) detail::set_inplace_tangent(t, Tensor());  // random values: dt = 0
   GenLock lock(g.mutex());
   dispatch_float(t.dtype(), "normal_", [&]<typename T>() {
     T* base = static_cast<T*>(t.impl()->storage->data);
@@ -457,6 +460,7 @@ Tensor& bernoulli_(Tensor& t, double p, Generator* gen) {
   }
   Generator& g = pick(gen);
   detail::begin_inplace(t, "bernoulli_", false);
+  if (detail::inplace_has_tangent(t)) detail::set_inplace_tangent(t, Tensor());  // random values: dt = 0
   const std::vector<int64_t> offs = memory_order(t);
   GenLock lock(g.mutex());
   dispatch_all(t.dtype(), [&]<typename T>() {

@@ -65,7 +65,8 @@ Tensor flip(const Tensor& t, const DimVector& dims) {
   if (t.numel() > 0) detail::copy_into(out, detail::alias(t, t.shape(), st, off));
   if (needs_grad(t)) {
     // y = flip(x, dims)  =>  dx = flip(g, dims)
-    record(out, "FlipBackward0", {t}, [dims](const Tensor& g) -> Grads { return {flip(g, dims)}; });
+    record(out, "FlipBackward0", {t}, [dims](const Tensor& g) -> Grads { return {flip(g, dims)}; },
+           [&](const Tangents& d) { return flip(d[0], dims); });  // jvp: dy = flip(dx, dims)
   }
   return out;
 }
@@ -99,7 +100,8 @@ Tensor roll(const Tensor& t, const DimVector& shifts, const DimVector& dims) {
     // y = roll(x, shifts, dims)  =>  dx = roll(g, -shifts, dims)
     DimVector back;
     for (int64_t s : shifts) back.push_back(-s);
-    record(out, "RollBackward0", {t}, [back, dims](const Tensor& g) -> Grads { return {roll(g, back, dims)}; });
+    record(out, "RollBackward0", {t}, [back, dims](const Tensor& g) -> Grads { return {roll(g, back, dims)}; },
+           [&](const Tangents& d) { return roll(d[0], shifts, dims); });  // jvp: dy = roll(dx, shifts, dims)
   }
   return out;
 }
@@ -136,7 +138,8 @@ Tensor repeat(const Tensor& t, const DimVector& sizes) {
     // y = tiles of x  =>  dx = the sum of g over the tiles: g as (r0, s0, r1, s1, ...) summed over the r axes
     record(out, "RepeatBackward0", {t}, [tiled, repeat_axes, from = t.shape()](const Tensor& g) -> Grads {
       return {reshape(sum(reshape(g, tiled), repeat_axes), from.vec())};
-    });
+    },
+    [&](const Tangents& d) { return repeat(d[0], sizes); });  // jvp: dy = repeat(dx, sizes)
   }
   return out;
 }

@@ -66,6 +66,9 @@ bool take_saved_flag() {
   return saved;
 }
 thread_local std::vector<PendingSaved> g_pending_saved;
+// With a dual level alive: the op's own output saved for backward (as an alias, before the op
+// has computed its tangent), so record() can give that alias the tangent too.
+thread_local std::vector<std::pair<const TensorImpl*, std::shared_ptr<TensorImpl>>> g_saved_outputs;
 
 Tensor value_copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
 
@@ -109,6 +112,10 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   // grad_fn leading back to this node, which would hold t): the data is a new alias, and its
   // history is the one t has now (PyTorch's SavedVariable keeps data and grad_fn apart too).
   t_ = t.detach();
+  // a saved tensor keeps its tangent, so a backward rule run with a dual level alive pushes it
+  // (forward-over-reverse), as PyTorch's SavedVariable keeps the forward grad
+  if (t.impl()->fw_grad && detail::forward_ad_on()) detail::set_tangent(t_, Tensor(t.impl()->fw_grad));
+  if (is_output && detail::forward_ad_on()) g_saved_outputs.emplace_back(t.impl(), t_.impl_ptr());
   if (is_output || !t.requires_grad()) {
   } else if (!t.impl()->grad_fn) {
     leaf_ = t.impl_ptr();  // a leaf that requires grad: gradients through it must reach its .grad
@@ -139,6 +146,7 @@ Tensor SavedTensor::get() const {
     out.impl()->grad_fn = *g_running;
     out.impl()->output_nr = output_nr_;
     out.impl()->requires_grad = true;
+    if (t_.impl()->fw_grad) detail::set_tangent(out, Tensor(t_.impl()->fw_grad));
     return out;
   }
   if (std::shared_ptr<TensorImpl> leaf = leaf_.lock()) return Tensor(std::move(leaf));
@@ -146,19 +154,85 @@ Tensor SavedTensor::get() const {
 }
 
 static bool tracks_grad(const Tensor* t) { return t->defined() && t->requires_grad(); }
+static bool carries_tangent(const Tensor* t) { return t->defined() && t->impl()->fw_grad; }
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
-  if (!g_grad_enabled) return false;
+  if (g_grad_enabled)
+    for (const Tensor* t : inputs)
+      if (tracks_grad(t)) return true;
+  if (!detail::forward_ad_on()) return false;
   for (const Tensor* t : inputs)
-    if (tracks_grad(t)) return true;
+    if (carries_tangent(t)) return true;
   return false;
 }
 
 bool needs_grad(const std::vector<Tensor>& inputs) {
-  if (!g_grad_enabled) return false;
+  if (g_grad_enabled)
+    for (const Tensor& t : inputs)
+      if (tracks_grad(&t)) return true;
+  if (!detail::forward_ad_on()) return false;
   for (const Tensor& t : inputs)
-    if (tracks_grad(&t)) return true;
+    if (carries_tangent(&t)) return true;
   return false;
+}
+
+// Whether an op over these inputs makes a node (needs_grad() is also true for tangents alone).
+static bool makes_node(const Tensor* inputs, std::size_t n) {
+  if (!g_grad_enabled) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (tracks_grad(&inputs[i])) return true;
+  return false;
+}
+
+std::string detail::op_of_node_name(std::string_view name) {
+  if (const std::size_t b = name.rfind("Backward"); b != std::string_view::npos) name = name.substr(0, b);
+  std::string op;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c >= 'A' && c <= 'Z') {
+      if (i > 0 && !(name[i - 1] >= 'A' && name[i - 1] <= 'Z')) op += '_';
+      op += static_cast<char>(c - 'A' + 'a');
+    } else {
+      op += c;
+    }
+  }
+  return op;
+}
+
+void detail::push_tangent(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, const JvpFn& jvp) {
+  Tangents tangents;
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    Tensor t = tangent_of(inputs[i]);
+    any = any || t.defined();
+    tangents.push_back(std::move(t));
+  }
+  if (!any) return;
+  if (!jvp) {
+    const std::string op = op_of_node_name(name);
+    throw std::runtime_error("[" + op + "] Trying to use forward AD with " + op +
+                             " that does not support it because it has not been implemented yet (" + name +
+                             " has no jvp rule; output shape " + out.shape().str() + ")");
+  }
+  Tensor t;
+  {
+    // the rule's own ops push no tangent (tangents carry none); reverse mode records as usual, so
+    // a tangent computed from tensors that require grad has a history (reverse-over-forward)
+    JvpPause pause;
+    t = jvp(tangents);
+  }
+  if (!t.defined()) return;
+  if (!jvp.is_view())
+    for (const Tensor& in : tangents)
+      if (in.defined() && in.shares_storage(t)) {
+        t = clone(t);
+        break;
+      }
+  if (t.shape() != out.shape()) {
+    throw std::logic_error(std::string("[") + name + "] the jvp rule gave a tangent of shape " + t.shape().str() +
+                           " for an output of shape " + out.shape().str());
+  }
+  set_tangent(out, t);
 }
 
 // The node of an op over `inputs`, with one edge per input (to its grad_fn or to the leaf).
@@ -221,7 +295,7 @@ void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl
   }
 }
 
-static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
+static void attach_node(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
   auto node = make_node(name, inputs, n);
   node->saves_tensors = take_saved_flag();
   node->backward = std::move(fn);
@@ -234,17 +308,34 @@ static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::s
   out.impl()->requires_grad = true;
 }
 
-void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn) {
-  record_n(out, name, inputs.begin(), inputs.size(), std::move(fn));
+static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn, const JvpFn& jvp) {
+  if (!detail::forward_ad_on()) return attach_node(out, name, inputs, n, std::move(fn));
+  if (makes_node(inputs, n)) {
+    attach_node(out, name, inputs, n, std::move(fn));
+  } else {  // tangents only: no node, and nothing saved is kept
+    take_saved_flag();
+    g_pending_saved.clear();
+  }
+  const auto saved_outputs = std::move(g_saved_outputs);
+  g_saved_outputs.clear();
+  detail::push_tangent(out, name, inputs, n, jvp);
+  if (const Tensor t = detail::tangent_of(out); t.defined())
+    for (const auto& [from, alias] : saved_outputs)
+      if (from == out.impl()) detail::set_tangent(Tensor(alias), t);
 }
 
-void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  record_n(out, name, inputs.data(), inputs.size(), std::move(fn));
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn fn, JvpFn jvp) {
+  record_n(out, name, inputs.begin(), inputs.size(), std::move(fn), jvp);
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn fn, JvpFn jvp) {
+  record_n(out, name, inputs.data(), inputs.size(), std::move(fn), jvp);
 }
 
 void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differentiable, const char* name,
                   const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
   if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
+  if (detail::forward_ad_on()) detail::push_tangent(outs[0], name, inputs.data(), inputs.size(), {});  // no jvp: throws on a dual
   auto node = make_node(name, inputs.data(), inputs.size());
   take_saved_flag();
   node->saves_tensors = true;  // a custom Function's ctx may hold anything: freed after backward

@@ -35,6 +35,14 @@ int64_t reduced_count(const Size& s, const DimVector& m) {
   return static_cast<int64_t>(n);
 }
 
+// The dims where m is 1, as a list (for mean(x, dims, keepdim) in the rules).
+DimVector dims_of(const DimVector& m) {
+  DimVector d;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i]) d.push_back(static_cast<int64_t>(i));
+  return d;
+}
+
 Size keep_shape(const Size& s, const DimVector& m) {
   Size k = s;
   for (int64_t i = 0; i < s.size(); ++i)
@@ -69,7 +77,9 @@ Tensor reduce_sum(const Tensor& t, const DimVector& dims, bool keepdim, bool is_
     record(out, name, {t}, [ks, from = t.shape(), is_mean, count](const Tensor& g) -> Grads {
       Tensor e = expand(reshape(g, ks.vec()), from.vec());
       return {is_mean ? div(e, static_cast<double>(count)) : e};
-    });
+    },
+    // jvp: the same reduction of the tangent, dout = sum(dt over dims) [/ count]
+    [&](const Tangents& d) { return is_mean ? mean(d[0], dims, keepdim) : sum(d[0], dims, keepdim); });
   }
   return out;
 }
@@ -116,6 +126,11 @@ Tensor extreme_all(const Tensor& t, bool is_min) {
              const Tensor x = st.get(), y = so.get();
              Tensor hit = (std::isnan(y.item()) ? logical_not(eq(x, x)) : eq(x, y)).to(g.dtype());
              return {mul(hit, div(g, sum(hit)))};
+           },
+           // jvp: dout = the mean of dt over the k extreme positions
+           [&](const Tangents& d) {
+             const Tensor hit = (std::isnan(out.item()) ? logical_not(eq(t, t)) : eq(t, out)).to(d[0].dtype());
+             return div(sum(mul(hit, d[0])), sum(hit));
            });
   }
   return out;
@@ -131,7 +146,9 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& t, int64_t dim, bool keepdim
   if (t.dim() == 0) {  // its own extreme, at index 0
     Tensor values = detail::make_tensor(t.shape(), t.dtype());  // a copy, as PyTorch's
     detail::copy_into(values, t);
-    if (needs_grad(t)) record(values, name, {t}, [](const Tensor& g) -> Grads { return {g}; });
+    if (needs_grad(t)) {
+      record(values, name, {t}, [](const Tensor& g) -> Grads { return {g}; }, [](const Tangents& d) { return d[0]; });
+    }
     return {values, zeros({}, kInt64)};
   }
   const int64_t n = t.shape()[dim];
@@ -145,6 +162,11 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& t, int64_t dim, bool keepdim
       along[static_cast<std::size_t>(dim)] = from[dim];
       const Tensor hit = eq(arange(static_cast<double>(from[dim])).view(along), idx);
       return {masked_fill(expand(gi, from.vec()), logical_not(hit), 0.0)};
+    },
+    // jvp: dvalues = dt at each row's index along dim
+    [&](const Tangents& d) {
+      const Tensor picked = gather(d[0], dim, keepdim ? indices : unsqueeze(indices, dim));
+      return keepdim ? picked : squeeze(picked, dim);
     });
   }
   return {values, indices};
@@ -206,6 +228,16 @@ Tensor prod_impl(const Tensor& t, std::optional<int64_t> dim, bool keepdim, cons
       }
       if (!has_zero) return {mul(gk, div(reshape(so.get(), ks.vec()), x))};
       return {mul(gk, prod_of_others(x, dim))};
+    },
+    // jvp: dout = sum_i dx_i prod_{j != i} x_j over the reduced dims
+    [&](const Tangents& d) {
+      bool has_zero = false;
+      {
+        NoGradGuard ng;
+        has_zero = sum(eq(t, 0.0)).item() > 0;
+      }
+      const Tensor others = has_zero ? prod_of_others(t, dim) : div(reshape(out, ks.vec()), t);
+      return sum(mul(others, d[0]), dims_of(m), keepdim);
     });
   }
   return out;
@@ -219,14 +251,6 @@ Tensor prod(const Tensor& t, int64_t dim, bool keepdim) { return prod_impl(t, di
 // ---- var, std ----
 
 namespace {
-
-// The dims where m is 1, as a list (for mean(x, dims, keepdim) in the rules).
-DimVector dims_of(const DimVector& m) {
-  DimVector d;
-  for (std::size_t i = 0; i < m.size(); ++i)
-    if (m[i]) d.push_back(static_cast<int64_t>(i));
-  return d;
-}
 
 void check_floating(const Tensor& t, const char* op, const char* what) {
   if (!is_floating(t.dtype())) {
@@ -259,7 +283,9 @@ Tensor var_std(const Tensor& t, const std::optional<DimVector>& dims, std::optio
     if (!is_std) {
       record(out, "VarBackward0", {t}, [st = SavedTensor(t), m, ks, n, correction](const Tensor& g) -> Grads {
         return {var_rule(reshape(g, ks.vec()), st.get(), m, n, correction)};
-      });
+      },
+      // jvp: dout = sum(2 / (n - c) (x - mean(x)) dx) over the reduced dims
+      [&](const Tangents& d) { return sum(mul(var_rule(ones(ks.vec(), t.dtype()), t, m, n, correction), d[0]), dims_of(m), keepdim); });
     } else {
       // std = sqrt(var)  =>  dx = var's rule with g / (2 std), and 0 where std is 0 (PyTorch's std_backward)
       record(out, "StdBackward0", {t},
@@ -267,6 +293,12 @@ Tensor var_std(const Tensor& t, const std::optional<DimVector>& dims, std::optio
                const Tensor yk = reshape(so.get(), ks.vec());
                const Tensor gv = masked_fill(div(reshape(g, ks.vec()), mul(yk, 2.0)), eq(yk, 0.0), 0.0);
                return {var_rule(gv, st.get(), m, n, correction)};
+             },
+             // jvp: dout = sum(var's weight / (2 std) dx), 0 where std is 0
+             [&](const Tangents& d) {
+               const Tensor yk = reshape(out, ks.vec());
+               const Tensor w = var_rule(masked_fill(rdiv(mul(yk, 2.0), 1.0), eq(yk, 0.0), 0.0), t, m, n, correction);
+               return sum(mul(w, d[0]), dims_of(m), keepdim);
              });
     }
   }
@@ -310,7 +342,9 @@ Tensor logsumexp(const Tensor& t0, const DimVector& dims, bool keepdim) {
     // y = log(sum(exp(x)))  =>  dx = g * exp(x - y)
     record(out, "LogsumexpBackward0", {t}, [st = SavedTensor(t), so = SavedTensor(out, /*is_output=*/true), ks](const Tensor& g) -> Grads {
       return {mul(reshape(g, ks.vec()), exp(sub(st.get(), reshape(so.get(), ks.vec()))))};
-    });
+    },
+    // jvp: dy = sum(exp(x - y) dx) over the reduced dims (softmax-weighted tangent)
+    [&](const Tangents& d) { return sum(mul(exp(sub(t, reshape(out, ks.vec()))), d[0]), dims_of(m), keepdim); });
   }
   return out;
 }
@@ -326,7 +360,8 @@ Tensor cumsum(const Tensor& t, int64_t dim) {
     record(out, "CumsumBackward0", {t}, [dim, scalar = t.dim() == 0](const Tensor& g) -> Grads {
       if (scalar) return {g};
       return {flip(cumsum(flip(g, {dim}), dim), {dim})};
-    });
+    },
+    [&](const Tangents& d) { return t.dim() == 0 ? d[0] : cumsum(d[0], dim); });  // jvp: dy = cumsum(dx)
   }
   return out;
 }
@@ -371,6 +406,12 @@ Tensor norm_impl(const Tensor& t, double p, const DimVector& dims, bool keepdim)
   if (needs_grad(t)) {
     record(out, "NormBackward1", {t}, [st = SavedTensor(t), so = SavedTensor(out, /*is_output=*/true), p, m, ks](const Tensor& g) -> Grads {
       return {norm_rule(reshape(g, ks.vec()), st.get(), reshape(so.get(), ks.vec()), p, m)};
+    },
+    // jvp: dy = sum(w dx) over the reduced dims, w the rule's weight (g = 1); none for p = 0
+    [&](const Tangents& d) {
+      const Tensor yk = reshape(out, ks.vec());
+      const Tensor w = norm_rule(ones_like(yk), t, yk, p, m);
+      return w.defined() ? sum(mul(w, d[0]), dims_of(m), keepdim) : Tensor();
     });
   }
   return out;

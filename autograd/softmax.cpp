@@ -39,7 +39,9 @@ Tensor softmax(const Tensor& x, int64_t dim) {
       const Tensor y = sy.get();
       if (!needs_grad(g, y) && last_dim(y, dim)) return {kernels::softmax_backward_lastdim(g, y, false)};
       return {y * (g - sum(g * y, {dim}, true))};
-    });
+    },
+    // jvp: the Jacobian diag(y) - y y^T is symmetric, so dy = y * (dx - sum(dx * y, dim))
+    [&](const Tangents& d) { return y * (d[0] - sum(d[0] * y, {dim}, true)); });
   }
   return y;
 }
@@ -54,7 +56,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
       const Tensor y = sy.get();
       if (!needs_grad(g, y) && last_dim(y, dim)) return {kernels::softmax_backward_lastdim(g, y, true)};
       return {g - exp(y) * sum(g, {dim}, true)};
-    });
+    },
+    // jvp: dy = dx - sum(exp(y) * dx, dim)
+    [&](const Tangents& d) { return d[0] - sum(exp(y) * d[0], {dim}, true); });
   }
   return y;
 }
@@ -75,7 +79,9 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
       const Tensor y = sy.get();
       if (!needs_grad(g, y)) return {kernels::causal_softmax_backward(g, y, tq, n, divisor)};
       return {causal_softmax_backward(g, y, divisor)};
-    });
+    },
+    // jvp: the Jacobian is symmetric (y is 0 where masked), so it is the same rule on dscores
+    [&](const Tangents& d) { return causal_softmax_backward(d[0], y, divisor); });
   }
   return y;
 }

@@ -62,6 +62,9 @@ struct TensorImpl {
   bool leaf_in_graph = false;        // a graph edge was made to this tensor as a leaf that requires grad
   // hooks on a leaf's gradient, and its AccumulateGrad node while one is held (next_functions)
   std::shared_ptr<detail::LeafHooks> leaf_hooks;
+  // forward mode (forward_ad.h): the tangent this tensor carries at the live dual level, or null.
+  // Leaving the level resets it; a missing tangent means zero.
+  std::shared_ptr<TensorImpl> fw_grad;
   // A view that is part of a graph remembers the storage version it was made at: if its base is
   // later modified in place, the view's history is stale and using it in a graph is an error.
   bool is_view = false;

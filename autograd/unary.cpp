@@ -23,15 +23,23 @@ constexpr double kC = 0.044715;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 constexpr double k2InvSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
 
+enum class Saved { Input, Output };
+
 // Records the node of y = f(x) whose rule is dx = rule(g, s) for a saved s (y or x). `fast` is
-// the same formula as one kernel loop: it runs when no graph of the backward is being recorded.
+// the same formula as one kernel loop: it runs when no graph of the backward is being recorded
+// (and no tangent is pushed: needs_grad is true then). The rule is elementwise and linear in g,
+// g f'(x), so applied to x's tangent it is the jvp: dy = rule(dx, s) = f'(x) dx.
 template <class Rule, class Fast>
-void record_unary(Tensor& y, const char* name, const Tensor& x, SavedTensor saved, Rule rule, Fast fast) {
-  record(y, name, {x}, [s = std::move(saved), rule, fast](const Tensor& g) -> Grads {
-    const Tensor v = s.get();
-    if (!needs_grad(g, v)) return {fast(g, v)};
-    return {rule(g, v)};
-  });
+void record_unary(Tensor& y, const char* name, const Tensor& x, Saved saved, Rule rule, Fast fast) {
+  const Tensor& v = saved == Saved::Input ? x : y;
+  record(
+      y, name, {x},
+      [s = SavedTensor(v, saved == Saved::Output), rule, fast](const Tensor& g) -> Grads {
+        const Tensor v = s.get();
+        if (!needs_grad(g, v)) return {fast(g, v)};
+        return {rule(g, v)};
+      },
+      [&](const Tangents& t) { return rule(t[0], v); });
 }
 
 }  // namespace
@@ -44,8 +52,11 @@ Tensor neg(const Tensor& x) {
   }
   if (!is_floating(x.dtype())) return mul(x, -1.0);
   Tensor y = kernels::neg(x);
-  // y = -x  =>  dx = -g
-  if (needs_grad(x)) record(y, "NegBackward0", {x}, [](const Tensor& g) -> Grads { return {neg(g)}; });
+  // y = -x  =>  dx = -g;  jvp: dy = -dx
+  if (needs_grad(x)) {
+    record(y, "NegBackward0", {x}, [](const Tensor& g) -> Grads { return {neg(g)}; },
+           [](const Tangents& t) { return neg(t[0]); });
+  }
   return y;
 }
 
@@ -54,7 +65,7 @@ Tensor exp(const Tensor& x) {
   Tensor y = kernels::exp(x);
   // y = exp(x)  =>  dx = g y
   if (needs_grad(x)) {
-    record_unary(y, "ExpBackward0", x, SavedTensor(y, true), [](const Tensor& g, const Tensor& y) { return g * y; },
+    record_unary(y, "ExpBackward0", x, Saved::Output, [](const Tensor& g, const Tensor& y) { return g * y; },
                  kernels::exp_backward);
   }
   return y;
@@ -65,7 +76,7 @@ Tensor log(const Tensor& x) {
   Tensor y = kernels::log(x);
   // y = log(x)  =>  dx = g / x
   if (needs_grad(x)) {
-    record_unary(y, "LogBackward0", x, SavedTensor(x), [](const Tensor& g, const Tensor& x) { return g / x; },
+    record_unary(y, "LogBackward0", x, Saved::Input, [](const Tensor& g, const Tensor& x) { return g / x; },
                  kernels::log_backward);
   }
   return y;
@@ -76,7 +87,7 @@ Tensor sqrt(const Tensor& x) {
   Tensor y = kernels::sqrt(x);
   // y = sqrt(x)  =>  dx = g / (2 y)
   if (needs_grad(x)) {
-    record_unary(y, "SqrtBackward0", x, SavedTensor(y, true), [](const Tensor& g, const Tensor& y) { return g / (y * 2.0); },
+    record_unary(y, "SqrtBackward0", x, Saved::Output, [](const Tensor& g, const Tensor& y) { return g / (y * 2.0); },
                  kernels::sqrt_backward);
   }
   return y;
@@ -87,7 +98,7 @@ Tensor tanh(const Tensor& x) {
   Tensor y = kernels::tanh(x);
   // y = tanh(x)  =>  dx = g (1 - y^2)
   if (needs_grad(x)) {
-    record_unary(y, "TanhBackward0", x, SavedTensor(y, true), [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); },
+    record_unary(y, "TanhBackward0", x, Saved::Output, [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); },
                  kernels::tanh_backward);
   }
   return y;
@@ -98,7 +109,7 @@ Tensor sigmoid(const Tensor& x) {
   Tensor y = kernels::sigmoid(x);
   // y = 1 / (1 + exp(-x))  =>  dx = g y (1 - y)
   if (needs_grad(x)) {
-    record_unary(y, "SigmoidBackward0", x, SavedTensor(y, true),
+    record_unary(y, "SigmoidBackward0", x, Saved::Output,
                  [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); }, kernels::sigmoid_backward);
   }
   return y;
@@ -110,7 +121,7 @@ Tensor relu(const Tensor& x) {
   // y = max(x, 0)  =>  dx = 0 where y <= 0, else g (a NaN passes g, as in PyTorch; the mask is a
   // constant: relu's second derivative is 0)
   if (needs_grad(x)) {
-    record_unary(y, "ReluBackward0", x, SavedTensor(y, true),
+    record_unary(y, "ReluBackward0", x, Saved::Output,
                  [](const Tensor& g, const Tensor& y) { return masked_fill(g, le(y, 0.0), 0.0); },
                  kernels::relu_backward);
   }
@@ -122,10 +133,14 @@ Tensor erf(const Tensor& x) {
   Tensor y = kernels::erf(x);
   // y = erf(x)  =>  dx = g (2 / sqrt(pi)) exp(-x^2)
   if (needs_grad(x)) {
-    record(y, "ErfBackward0", {x}, [sx = SavedTensor(x)](const Tensor& g) -> Grads {
-      const Tensor x = sx.get();
-      return {g * (exp(-(x * x)) * k2InvSqrtPi)};
-    });
+    record(
+        y, "ErfBackward0", {x},
+        [sx = SavedTensor(x)](const Tensor& g) -> Grads {
+          const Tensor x = sx.get();
+          return {g * (exp(-(x * x)) * k2InvSqrtPi)};
+        },
+        // jvp: dy = dx (2 / sqrt(pi)) exp(-x^2)
+        [&](const Tangents& t) { return t[0] * (exp(-(x * x)) * k2InvSqrtPi); });
   }
   return y;
 }
@@ -143,7 +158,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   // tanh:   dx = g ((1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2),  t = tanh(u)
   if (needs_grad(x)) {
     record_unary(
-        y, "GeluBackward0", x, SavedTensor(x),
+        y, "GeluBackward0", x, Saved::Input,
         [tanh_approx](const Tensor& g, const Tensor& x) {
           if (tanh_approx) {
             const Tensor t = tanh((x + x * x * x * kC) * kK);
@@ -166,7 +181,7 @@ Tensor pow(const Tensor& x, double e) {
   // y = x^e  =>  dx = g e x^(e-1)  (0 for e = 0)
   if (needs_grad(x)) {
     record_unary(
-        y, "PowBackward0", x, SavedTensor(x),
+        y, "PowBackward0", x, Saved::Input,
         [e](const Tensor& g, const Tensor& x) { return e == 0.0 ? zeros_like(g) : g * (pow(x, e - 1) * e); },
         [e](const Tensor& g, const Tensor& x) { return kernels::pow_backward(g, x, e); });
   }
@@ -177,18 +192,17 @@ Tensor pow(const Tensor& x, double e) {
 
 namespace {
 
-enum class Saved { Input, Output };
-
 // y = forward(x) for the op `op`, recording the node `name` whose rule is dx = rule(g, s), with s
-// the input x or the output y.
+// the input x or the output y. The rule is elementwise and linear in g: its jvp is dy = rule(dx, s).
 template <class Forward, class Rule>
 Tensor unary_op(const Tensor& x, const char* op, const char* name, Forward forward, Saved saved, Rule rule) {
   detail::check_defined(x, op);
   Tensor y = forward(x);
   if (needs_grad(x)) {
-    record(y, name, {x}, [s = saved == Saved::Input ? SavedTensor(x) : SavedTensor(y, true), rule](const Tensor& g) -> Grads {
-      return {rule(g, s.get())};
-    });
+    const Tensor& v = saved == Saved::Input ? x : y;
+    record(
+        y, name, {x}, [s = SavedTensor(v, saved == Saved::Output), rule](const Tensor& g) -> Grads { return {rule(g, s.get())}; },
+        [&](const Tangents& t) { return rule(t[0], v); });
   }
   return y;
 }
@@ -235,7 +249,10 @@ Tensor sign(const Tensor& x) {
   detail::check_defined(x, "sign");
   Tensor y = kernels::sign(x);
   // y = sign(x) is piecewise constant  =>  dx = 0 (PyTorch's SignBackward0 gives zeros, also at 0)
-  if (needs_grad(x)) record(y, "SignBackward0", {x}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  if (needs_grad(x)) {
+    record(y, "SignBackward0", {x}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; },
+           [](const Tangents& t) { return zeros_like(t[0]); });  // jvp: dy = 0
+  }
   return y;
 }
 
@@ -260,7 +277,10 @@ namespace {
 Tensor piecewise_constant(const Tensor& x, const char* op, const char* name, const std::function<Tensor(const Tensor&)>& kernel) {
   detail::check_defined(x, op);
   Tensor y = kernel(x);
-  if (needs_grad(x)) record(y, name, {x}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  if (needs_grad(x)) {
+    record(y, name, {x}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; },
+           [](const Tangents& t) { return zeros_like(t[0]); });  // jvp: dy = 0
+  }
   return y;
 }
 
@@ -278,7 +298,10 @@ Tensor trunc(const Tensor& x) { return piecewise_constant(x, "trunc", "TruncBack
 Tensor frac(const Tensor& x) {
   detail::check_defined(x, "frac");
   Tensor y = kernels::frac(x);
-  if (needs_grad(x)) record(y, "FracBackward0", {x}, [](const Tensor& g) -> Grads { return {g}; });
+  if (needs_grad(x)) {
+    record(y, "FracBackward0", {x}, [](const Tensor& g) -> Grads { return {g}; },
+           [](const Tangents& t) { return t[0]; });  // jvp: dy = dx
+  }
   return y;
 }
 

@@ -13,8 +13,10 @@ namespace ag {
 
 using detail::shape_error;
 
+// `jvp` is the same view of t's tangent (JvpFn::view), so the tangent of a view is a view of its
+// base's tangent.
 static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t offset, const char* name,
-                        BackwardFn fn) {
+                        BackwardFn fn, JvpFn jvp) {
   // An empty view addresses no element: it keeps its input's offset, so a wrapped offset of an
   // empty tensor with huge dims ({2^31, 0, 2^31}[1]) never reaches pointer arithmetic.
   if (shape.numel() == 0) offset = t.storage_offset();
@@ -22,7 +24,7 @@ static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t of
   v.impl()->is_view = true;
   v.impl()->view_version = t.impl()->storage->version;
   v.impl()->view_base = t.impl()->view_base ? t.impl()->view_base : t.impl_ptr();
-  if (needs_grad(t)) record(v, name, {t}, std::move(fn));
+  if (needs_grad(t)) record(v, name, {t}, std::move(fn), jvp);
   return v;
 }
 
@@ -86,7 +88,8 @@ static Tensor view_as_shape(const Tensor& t, const Size& s, const char* name) {
   }
   // y = t.view(s)  =>  dt = dy.reshape(t.shape)
   return make_view(t, s, *st, t.storage_offset(), name,
-                   [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; });
+                   [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; },
+                   JvpFn::view([&](const Tangents& d) { return reshape(d[0], s.vec()); }));
 }
 
 Tensor view(const Tensor& t, const DimVector& shape) {
@@ -115,7 +118,8 @@ static Tensor transpose_named(const Tensor& t, int64_t d0, int64_t d1, const cha
     std::swap(st[static_cast<std::size_t>(d0)], st[static_cast<std::size_t>(d1)]);
   }
   // y = t.transpose(d0, d1)  =>  dt = dy.transpose(d0, d1)
-  return make_view(t, s, st, t.storage_offset(), name, [d0, d1](const Tensor& g) -> Grads { return {transpose(g, d0, d1)}; });
+  return make_view(t, s, st, t.storage_offset(), name, [d0, d1](const Tensor& g) -> Grads { return {transpose(g, d0, d1)}; },
+                   JvpFn::view([&](const Tangents& d) { return transpose(d[0], d0, d1); }));
 }
 
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
@@ -150,7 +154,8 @@ Tensor permute(const Tensor& t, const DimVector& dims) {
   }
   // y = t.permute(d)  =>  dt = dy.permute(inverse of d)
   return make_view(t, s, st, t.storage_offset(), "PermuteBackward0",
-                   [inv](const Tensor& g) -> Grads { return {permute(g, inv)}; });
+                   [inv](const Tensor& g) -> Grads { return {permute(g, inv)}; },
+                   JvpFn::view([&](const Tangents& dt) { return permute(dt[0], dims); }));
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
@@ -163,7 +168,8 @@ Tensor unsqueeze(const Tensor& t, int64_t dim) {
   st.insert(st.begin() + dim, new_stride);
   // y = t.unsqueeze(dim)  =>  dt = dy.squeeze(dim)
   return make_view(t, s, st, t.storage_offset(), "UnsqueezeBackward0",
-                   [dim](const Tensor& g) -> Grads { return {squeeze(g, dim)}; });
+                   [dim](const Tensor& g) -> Grads { return {squeeze(g, dim)}; },
+                   JvpFn::view([&](const Tangents& d) { return unsqueeze(d[0], dim); }));
 }
 
 static Tensor squeeze_dims(const Tensor& t, const std::vector<bool>& drop, const char* name) {
@@ -176,7 +182,8 @@ static Tensor squeeze_dims(const Tensor& t, const std::vector<bool>& drop, const
   }
   // y = t.squeeze(...)  =>  dt = dy.reshape(t.shape)
   return make_view(t, s, st, t.storage_offset(), name,
-                   [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; });
+                   [from = t.shape()](const Tensor& g) -> Grads { return {reshape(g, from.vec())}; },
+                   JvpFn::view([&](const Tangents& d) { return reshape(d[0], s.vec()); }));
 }
 
 Tensor squeeze(const Tensor& t) {
@@ -225,7 +232,8 @@ Tensor expand(const Tensor& t, const DimVector& shape) {
   detail::check_shape(s, "expand");
   // y = t.expand(s)  =>  dt = dy summed over the broadcast dims
   return make_view(t, s, st, t.storage_offset(), "ExpandBackward0",
-                   [from = t.shape()](const Tensor& g) -> Grads { return {sum_to(g, from)}; });
+                   [from = t.shape()](const Tensor& g) -> Grads { return {sum_to(g, from)}; },
+                   JvpFn::view([&](const Tangents& d) { return expand(d[0], s.vec()); }));
 }
 
 // Gradient of a view that picks part of t, as one copy: zeros of t's shape with g written into
@@ -259,7 +267,7 @@ Tensor slice(const Tensor& t, int64_t dim, std::optional<int64_t> start, std::op
     if (!needs_grad(g)) return {scatter_into_zeros(g, from, [&](const Tensor& z) { return slice(z, dim, b, e, step); })};
     const Tensor positions = arange(static_cast<double>(b), static_cast<double>(e), static_cast<double>(step));
     return {index_add(zeros(from.vec(), g.dtype()), dim, positions, g)};
-  });
+  }, JvpFn::view([&](const Tangents& d) { return slice(d[0], dim, b, e, step); }));
 }
 
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
@@ -300,7 +308,7 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   return make_view(t, s, st, off, "SelectBackward0", [from = t.shape(), dim, index](const Tensor& g) -> Grads {
     if (!needs_grad(g)) return {scatter_into_zeros(g, from, [&](const Tensor& z) { return select(z, dim, index); })};
     return {index_add(zeros(from.vec(), g.dtype()), dim, full({1}, static_cast<double>(index), kInt64), unsqueeze(g, dim))};
-  });
+  }, JvpFn::view([&](const Tangents& d) { return select(d[0], dim, index); }));
 }
 
 }  // namespace ag

@@ -1,0 +1,510 @@
+// Forward mode (autograd/forward_ad.h, autograd/func.h): dual tensors as PyTorch 1.13's
+// torch.autograd.forward_ad (every error message asserted), tangents freed with their level, views
+// and in-place ops on dual tensors, NoGradGuard; then every op of the op table pushed forward on
+// its golden samples (contiguous and strided): the jvp against central finite differences and
+// <v, J u> by forward mode against <J^T v, u> by reverse mode to 1e-12; and ag::func against
+// ag::functional (jvp, jacobian, hessian, the forward-over-reverse hvp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "golden_io.h"
+#include "op_table.h"
+#include "test_util.h"
+
+using namespace ag;
+using forward_ad::DualLevel;
+using forward_ad::make_dual;
+using forward_ad::unpack_dual;
+using testutil::error_of;
+
+namespace {
+
+Tensor f64(const std::vector<double>& v, const std::vector<int64_t>& shape) { return from_vector(v, shape, kFloat64); }
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
+  EXPECT_EQ(va.size(), vb.size());
+  double m = 0;
+  for (std::size_t i = 0; i < va.size() && i < vb.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
+  return m;
+}
+
+}  // namespace
+
+// ---- the dual-tensor API, as torch.autograd.forward_ad ----
+
+TEST(ForwardAD, MakeDualOutsideALevelIsPyTorchsError) {
+  EXPECT_EQ(error_of([] { make_dual(ones({2}), ones({2})); }),
+            "[make_dual] Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+            "enter_dual_level() first.");
+}
+
+TEST(ForwardAD, ASecondLevelWhileOneIsAliveIsRefused) {
+  DualLevel level;
+  EXPECT_EQ(error_of([] { DualLevel nested; }), "[dual_level] Nested forward mode AD is not supported at the moment");
+  EXPECT_TRUE(forward_ad::level_alive());  // the refused one did not end the live one
+}
+
+TEST(ForwardAD, ATangentOfAnotherShapeNamesBothShapes) {
+  DualLevel level;
+  EXPECT_EQ(error_of([] { make_dual(ones({2}, kFloat64), ones({3}, kFloat64)); }),
+            "[make_dual] Trying to set a forward gradient that has a different size than that of the original Tensor, "
+            "this is not supported. Tensor is of size [2] while the given forward gradient is of size [3].");
+}
+
+TEST(ForwardAD, DtypesFollowPyTorch) {
+  DualLevel level;
+  // an integer primal or tangent is refused; a float32 tangent of a float64 primal stays float32 (1.13)
+  EXPECT_EQ(error_of([] { make_dual(ones({2}, kInt64), ones({2})); }),
+            "[make_dual] Expected primal to be floating point or complex, but got: torch.int64");
+  EXPECT_EQ(error_of([] { make_dual(ones({2}), ones({2}, kInt64)); }),
+            "[make_dual] Expected tangent to be floating point or complex, but got: torch.int64");
+  const Tensor d = make_dual(ones({2}, kFloat64), ones({2}, kFloat32));
+  EXPECT_EQ(d.dtype(), kFloat64);
+  EXPECT_EQ(unpack_dual(d).tangent.dtype(), kFloat32);
+  EXPECT_EQ(unpack_dual(exp(d)).tangent.dtype(), kFloat64);  // promoted by the rule's ops
+}
+
+TEST(ForwardAD, MakeDualOfADualIsRefused) {
+  DualLevel level;
+  const Tensor d = make_dual(ones({2}), ones({2}));
+  EXPECT_EQ(error_of([&] { make_dual(d, ones({2})); }),
+            "[make_dual] Making a dual Tensor based on a Tensor that already has a forward gradient at the same level 0 "
+            "is not supported.");
+}
+
+TEST(ForwardAD, UnpackDualGivesAViewOfThePrimalAndTheTangent) {
+  DualLevel level;
+  const Tensor p = f64({1, 2, 3}, {3}), u = f64({10, 20, 30}, {3});
+  const Tensor d = make_dual(p, u);
+  EXPECT_TRUE(d.shares_storage(p));
+  EXPECT_FALSE(unpack_dual(p).tangent.defined());  // the primal itself carries none
+  const auto [primal, tangent] = unpack_dual(d);
+  EXPECT_TRUE(primal.shares_storage(p));
+  EXPECT_FALSE(unpack_dual(primal).tangent.defined());
+  EXPECT_TRUE(tangent.shares_storage(u));  // laid out as the primal: kept as it is
+  EXPECT_EQ(tangent.to_vector<double>(), (std::vector<double>{10, 20, 30}));
+  // a tangent laid out otherwise is copied into the primal's layout
+  const Tensor q = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor ut = f64({1, 2, 3, 4, 5, 6}, {3, 2}).t();
+  const Tensor dq = unpack_dual(make_dual(q, ut)).tangent;
+  EXPECT_EQ(dq.strides(), q.strides());
+  EXPECT_EQ(dq.to_vector<double>(), ut.contiguous().to_vector<double>());
+}
+
+TEST(ForwardAD, AMissingTangentIsZeroAndNeverMaterialised) {
+  DualLevel level;
+  const Tensor x = make_dual(f64({1, 2}, {2}), f64({1, 1}, {2}));
+  const Tensor c = f64({3, 4}, {2});
+  EXPECT_FALSE(unpack_dual(exp(c)).tangent.defined());  // no dual input: no tangent
+  const Tensor t = unpack_dual(x * c).tangent;           // dx c + x dc with dc = 0
+  EXPECT_EQ(t.to_vector<double>(), (std::vector<double>{3, 4}));
+}
+
+TEST(ForwardAD, LeavingTheLevelDropsEveryTangent) {
+  Tensor x, y;
+  {
+    DualLevel level;
+    x = make_dual(f64({0.5, 1.5}, {2}), f64({1, 2}, {2}));
+    y = exp(x);
+    ASSERT_TRUE(unpack_dual(y).tangent.defined());
+  }
+  EXPECT_FALSE(forward_ad::level_alive());
+  EXPECT_EQ(x.impl()->fw_grad, nullptr);
+  EXPECT_EQ(y.impl()->fw_grad, nullptr);
+  EXPECT_FALSE(unpack_dual(y).tangent.defined());
+  DualLevel again;  // a new level starts with no tangent
+  EXPECT_FALSE(unpack_dual(exp(x)).tangent.defined());
+}
+
+TEST(ForwardAD, TangentsAndNodesAreFreedOver1000Levels) {
+  const Tensor p = f64({0.1, -0.2, 0.3, 0.4, -0.5, 0.6}, {2, 3}).requires_grad_();
+  const Tensor w = f64({0.3, -0.1, 0.2, 0.5, 0.4, -0.6}, {3, 2});
+  const int64_t nodes_before = live_nodes();
+  std::vector<std::weak_ptr<TensorImpl>> made;
+  Tensor kept;  // outlives its level: its tangent must still go
+  for (int i = 0; i < 1000; ++i) {
+    DualLevel level;
+    const Tensor x = make_dual(p, ones_like(p));
+    const Tensor y = sum(tanh(matmul(x, w)));
+    const Tensor t = unpack_dual(y).tangent;
+    ASSERT_TRUE(t.defined());
+    made.push_back(x.impl_ptr());
+    made.push_back(t.impl_ptr());
+    kept = y;
+  }
+  EXPECT_EQ(kept.impl()->fw_grad, nullptr);
+  kept = Tensor();
+  int64_t alive = 0;
+  for (const auto& w : made) alive += !w.expired();
+  EXPECT_EQ(alive, 0) << "tensors made in a level are still alive after it";
+  EXPECT_EQ(live_nodes(), nodes_before);
+}
+
+TEST(ForwardAD, NoGradGuardLeavesForwardModeOn) {
+  DualLevel level;
+  const Tensor p = f64({1, 2}, {2}).requires_grad_();
+  const Tensor x = make_dual(p, f64({1, -1}, {2}));
+  NoGradGuard no_grad;
+  const Tensor y = x * 2.0;
+  EXPECT_FALSE(y.requires_grad());  // reverse mode is off
+  EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{2, -2}));  // forward mode is not
+}
+
+TEST(ForwardAD, AViewOfADualCarriesTheSameViewOfItsTangent) {
+  DualLevel level;
+  const Tensor b = make_dual(arange(0.0, 6.0, 1.0, kFloat64).view({2, 3}), arange(0.0, 6.0, 1.0, kFloat64).view({2, 3}) * 10.0);
+  const Tensor v = b[1];
+  const Tensor t = unpack_dual(v).tangent;
+  EXPECT_EQ(t.to_vector<double>(), (std::vector<double>{30, 40, 50}));
+  EXPECT_TRUE(t.shares_storage(unpack_dual(b).tangent));  // a view of the base's tangent
+  EXPECT_EQ(unpack_dual(b.t()).tangent.to_vector<double>(), (std::vector<double>{0, 30, 10, 40, 20, 50}));
+}
+
+TEST(ForwardAD, InPlaceOpsOnDualsUpdateTheTangent) {
+  DualLevel level;
+  // x.add_(y) with dual y: x gets y's tangent (it had none), as PyTorch
+  Tensor x = ones({2}, kFloat64);
+  const Tensor y = make_dual(ones({2}, kFloat64), full({2}, 3.0, kFloat64));
+  x.add_(y);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{2, 2}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{3, 3}));
+  // z.mul_(w): dz = dz w + z dw = 1 * 1 + 1 * 5
+  Tensor z = make_dual(ones({2}, kFloat64), ones({2}, kFloat64));
+  z.mul_(make_dual(ones({2}, kFloat64), full({2}, 5.0, kFloat64)));
+  EXPECT_EQ(unpack_dual(z).tangent.to_vector<double>(), (std::vector<double>{6, 6}));
+  // through a view: the base's tangent is updated
+  const Tensor b = make_dual(zeros({2, 3}, kFloat64), zeros({2, 3}, kFloat64));
+  b[0].add_(make_dual(ones({3}, kFloat64), full({3}, 7.0, kFloat64)));
+  EXPECT_EQ(unpack_dual(b).tangent.to_vector<double>(), (std::vector<double>{7, 7, 7, 0, 0, 0}));
+  // a view of a base without a tangent: the base gets one (zeros elsewhere)
+  Tensor c = zeros({2, 3}, kFloat64);
+  c[1].copy_(make_dual(ones({3}, kFloat64), full({3}, 2.0, kFloat64)));
+  EXPECT_EQ(unpack_dual(c).tangent.to_vector<double>(), (std::vector<double>{0, 0, 0, 2, 2, 2}));
+  EXPECT_EQ(c.to_vector<double>(), (std::vector<double>{0, 0, 0, 1, 1, 1}));
+  // fill_ writes a constant: the tangent becomes 0
+  c.fill_(4.0);
+  EXPECT_EQ(unpack_dual(c).tangent.to_vector<double>(), (std::vector<double>(6, 0.0)));
+  // masked_fill_: zero where filled
+  Tensor m = make_dual(ones({3}, kFloat64), full({3}, 9.0, kFloat64));
+  m.masked_fill_(tensor({true, false, true}), 0.0);
+  EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{0, 9, 0}));
+}
+
+TEST(ForwardAD, AnOpWithoutAJvpRuleThrowsRatherThanDropTheTangent) {
+  DualLevel level;
+  const Tensor x = make_dual(f64({0.2, 0.7}, {2}), f64({1, 1}, {2}));
+  // bernoulli(p) has no jvp rule: PyTorch's error naming it
+  const std::string e = error_of([&] { bernoulli(x); });
+  EXPECT_NE(e.find("Trying to use forward AD with bernoulli that does not support it"), std::string::npos) << e;
+}
+
+TEST(ForwardAD, ACustomFunctionWithoutJvpThrowsPyTorchsError) {
+  struct Twice : public Function<Twice> {
+    static Tensor forward(AutogradContext*, const Tensor& x) { return x * 2.0; }
+    static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0] * 2.0}; }
+  };
+  DualLevel level;
+  const Tensor x = make_dual(f64({1, 2}, {2}), f64({1, 1}, {2}));
+  const std::string e = error_of([&] { Twice::apply(x); });
+  EXPECT_NE(e.find("You must implement the jvp function for custom autograd.Function to use it with forward mode AD"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ForwardAD, ReverseOverForwardDifferentiatesTheTangent) {
+  // y = sum(x^3), tangent u: dy = sum(3 x^2 u); d(dy)/dx = 6 x u
+  const Tensor p = f64({1, 2, 3}, {3}).requires_grad_();
+  const Tensor u = f64({1, -1, 2}, {3});
+  Tensor t;
+  {
+    DualLevel level;
+    t = unpack_dual(sum(pow(make_dual(p, u), 3.0))).tangent;
+  }
+  ASSERT_TRUE(t.requires_grad());
+  const Tensor g = ag::grad({t}, {p})[0];
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{6, -12, 36}));
+}
+
+// ---- every op of the op table ----
+
+namespace {
+
+struct Case {
+  const optable::OpInfo* op;
+  int sample;
+  std::vector<Tensor> inputs;
+};
+
+// The op table's golden samples (the inputs PyTorch ran each entry on: within its domain).
+std::vector<Case> golden_cases() {
+  std::map<std::string, const optable::OpInfo*> by_name;
+  for (const optable::OpInfo& op : optable::op_table()) by_name[op.name] = &op;
+  std::vector<Case> cases;
+  auto f = golden::open("op_table.txt");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string kw;
+    in >> kw;
+    if (kw == "case") {
+      std::string name;
+      int sample = 0;
+      in >> name >> sample;
+      auto it = by_name.find(name);
+      cases.push_back({it == by_name.end() ? nullptr : it->second, sample, {}});
+    } else if (kw == "input" && !cases.empty()) {
+      cases.back().inputs.push_back(golden::parse(line.substr(6)).make(kFloat64));
+    }
+  }
+  std::erase_if(cases, [](const Case& c) { return c.op == nullptr || c.op->order < 1; });
+  return cases;
+}
+
+Tensor random_like(const Tensor& t, std::mt19937_64& rng) {
+  std::normal_distribution<double> n;
+  std::vector<double> v(static_cast<std::size_t>(t.numel()));
+  for (double& x : v) x = n(rng);
+  return from_vector(v, t.shape().vec(), kFloat64);
+}
+
+double dot_all(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].defined() && b[i].defined()) s += sum(a[i].detach() * b[i].detach()).item();
+  return s;
+}
+
+// J u by forward mode; "" or the error text of an op without a jvp rule
+Tensor forward_jvp(const optable::OpInfo& op, const std::vector<Tensor>& xs, const std::vector<Tensor>& us, std::string& missing) {
+  DualLevel level;
+  std::vector<Tensor> duals;
+  for (std::size_t i = 0; i < xs.size(); ++i) duals.push_back(make_dual(xs[i], us[i]));
+  Tensor out;
+  try {
+    out = op.fn(duals);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (what.find("Trying to use forward AD with") == std::string::npos) throw;
+    missing = what;
+    return {};
+  }
+  const Tensor t = unpack_dual(out).tangent;
+  EXPECT_TRUE(!t.defined() || t.shape() == out.shape()) << "tangent " << t.shape().str() << " for output " << out.shape().str();
+  return t.defined() ? t.detach() : zeros_like(out);
+}
+
+std::string case_name(const Case& c) {
+  std::string s = c.op->name + " sample " + std::to_string(c.sample) + " (inputs";
+  for (const Tensor& t : c.inputs) s += " " + t.shape().str();
+  return s + ")";
+}
+
+}  // namespace
+
+TEST(ForwardADOpTable, JvpMatchesFiniteDifferencesAndReverseModeOnEveryOp) {
+  const std::vector<Case> cases = golden_cases();
+  ASSERT_GT(cases.size(), 100u);
+  std::mt19937_64 rng(28);
+  std::set<std::string> checked, missing_ops;
+  std::map<std::string, std::string> missing_why;
+  int fd_checks = 0, adjoint_checks = 0;
+  for (const Case& c : cases) {
+    const optable::OpInfo& op = *c.op;
+    SCOPED_TRACE(case_name(c));
+    std::vector<Tensor> us;
+    for (const Tensor& x : c.inputs) us.push_back(random_like(x, rng));
+    for (const bool strided : {false, true}) {
+      SCOPED_TRACE(strided ? "strided inputs" : "contiguous inputs");
+      std::vector<Tensor> xs;
+      for (const Tensor& x : c.inputs) xs.push_back(strided ? testutil::strided_leaf(x).detach() : x);
+      std::string missing;
+      const Tensor ju = forward_jvp(op, xs, us, missing);
+      if (!missing.empty()) {
+        missing_ops.insert(op.name);
+        missing_why[op.name] = missing;
+        break;
+      }
+      checked.insert(op.name);
+      // where the output is not finite (a mean over an empty dim) its derivative is not checked
+      Tensor finite;
+      {
+        NoGradGuard no_grad;
+        const Tensor y = op.fn(xs).to(kFloat64);
+        finite = eq(y - y, 0.0);
+      }
+      // J u against central finite differences along u
+      if (!op.fd_unusable) {
+        NoGradGuard no_grad;
+        const double eps = 1e-6;
+        std::vector<Tensor> plus, minus;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+          plus.push_back(xs[i] + us[i] * eps);
+          minus.push_back(xs[i] - us[i] * eps);
+        }
+        const Tensor fd = where(finite, (op.fn(plus).to(kFloat64) - op.fn(minus).to(kFloat64)) / (2 * eps), 0.0);
+        const int64_t bad = testutil::close_mismatches<double>(where(finite, ju.to(kFloat64), 0.0), fd, 1e-4, 1e-5);
+        EXPECT_EQ(bad, 0) << "jvp against finite differences: max diff " << max_abs_diff(ju.to(kFloat64), fd);
+        ++fd_checks;
+      }
+      // <v, J u> (forward) against <J^T v, u> (reverse)
+      std::vector<Tensor> leaves;
+      for (const Tensor& x : xs) leaves.push_back(x.detach().requires_grad_());
+      const Tensor out = op.fn(leaves);
+      if (!out.requires_grad()) continue;
+      const Tensor v = where(finite, random_like(out, rng), 0.0).to(out.dtype());
+      const std::vector<Tensor> jtv = ag::grad({out}, leaves, {v}, std::nullopt, false, /*allow_unused=*/true);
+      const double fwd = sum(where(finite, v * ju, 0.0)).item(), rev = dot_all(jtv, us);
+      const double scale = std::max({1.0, std::abs(fwd), std::abs(rev)});
+      // an op that rounds through float32 rounds the tangent and the gradient differently
+      const double tol = op.name.find("float32") != std::string::npos ? 1e-6 : 1e-12;
+      EXPECT_LE(std::abs(fwd - rev), tol * scale) << "<v, J u> = " << fwd << " by forward mode, <J^T v, u> = " << rev
+                                                  << " by reverse mode";
+      ++adjoint_checks;
+    }
+  }
+  std::string list;
+  for (const std::string& name : missing_ops) list += "  " + name + ": " + missing_why[name].substr(0, 120) + "\n";
+  std::cout << "[forward AD] " << checked.size() << " op table entries checked (" << fd_checks << " finite-difference and "
+            << adjoint_checks << " adjoint checks); " << missing_ops.size() << " without a jvp rule yet:\n"
+            << list;
+  EXPECT_GT(checked.size(), 100u);
+  for (const std::string& name : missing_ops) EXPECT_EQ(checked.count(name), 0u) << name << " threw on one sample only";
+}
+
+TEST(ForwardADOpTable, ForwardOverReverseEqualsReverseOverReverseOnEveryOp) {
+  // <w, d/du (J^T v)> by a forward pass through the backward pass, against <d/dx <J^T v, w>, u> by
+  // a backward pass through it (create_graph): both the second derivative of <v, f> along u and w
+  const std::vector<Case> cases = golden_cases();
+  std::mt19937_64 rng(29);
+  int checked = 0;
+  for (const Case& c : cases) {
+    const optable::OpInfo& op = *c.op;
+    if (op.order < 2) continue;
+    SCOPED_TRACE(case_name(c));
+    for (const bool strided : {false, true}) {
+      SCOPED_TRACE(strided ? "strided inputs" : "contiguous inputs");
+      std::vector<Tensor> leaves, us, ws;
+      for (const Tensor& x : c.inputs) {
+        leaves.push_back(strided ? testutil::strided_leaf(x) : x.detach().requires_grad_());
+        us.push_back(random_like(x, rng));
+        ws.push_back(random_like(x, rng));
+      }
+      Tensor finite, v;
+      {
+        NoGradGuard no_grad;
+        const Tensor y = op.fn(leaves).to(kFloat64);
+        if (!is_floating(op.fn(leaves).dtype())) break;
+        finite = eq(y - y, 0.0);
+        v = where(finite, random_like(y, rng), 0.0);
+      }
+      // reverse over reverse
+      const Tensor out = op.fn(leaves);
+      if (!out.requires_grad()) break;
+      const std::vector<Tensor> g = ag::grad({out}, leaves, {v.to(out.dtype())}, true, true, /*allow_unused=*/true);
+      Tensor s = zeros({}, kFloat64);
+      for (std::size_t i = 0; i < g.size(); ++i)
+        if (g[i].defined()) s = s + sum(g[i] * ws[i]);
+      double rr = 0;
+      if (s.requires_grad()) rr = dot_all(ag::grad({s}, leaves, {}, std::nullopt, false, /*allow_unused=*/true), us);
+      // forward over reverse
+      double fr = 0;
+      {
+        DualLevel level;
+        std::vector<Tensor> duals;
+        for (std::size_t i = 0; i < leaves.size(); ++i) duals.push_back(make_dual(leaves[i], us[i]));
+        const Tensor out_d = op.fn(duals);
+        std::vector<Tensor> tangents;
+        for (const Tensor& gi : ag::grad({out_d}, duals, {v.to(out_d.dtype())}, std::nullopt, false, /*allow_unused=*/true))
+          tangents.push_back(gi.defined() ? unpack_dual(gi).tangent : Tensor());
+        fr = dot_all(tangents, ws);
+      }
+      const double scale = std::max({1.0, std::abs(fr), std::abs(rr)});
+      const double tol = op.name.find("float32") != std::string::npos ? 1e-6 : 1e-10;
+      EXPECT_LE(std::abs(fr - rr), tol * scale) << "forward-over-reverse " << fr << ", reverse-over-reverse " << rr;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200);
+}
+
+// ---- ag::func against ag::functional ----
+
+namespace {
+
+// a 2-layer MLP's loss over its weights (w1 (3, 4), w2 (4, 2)) and input x (5, 3)
+Tensor mlp_loss(const std::vector<Tensor>& p) {
+  const Tensor x = arange(0.0, 15.0, 1.0, kFloat64).view({5, 3}) / 10.0 - 0.7;
+  const Tensor h = tanh(matmul(x, p[0]));
+  const Tensor logits = matmul(h, p[1]);
+  return cross_entropy(logits, tensor({0, 1, 1, 0, 1}, kInt64)) + mse_loss(h, sin(h));
+}
+
+std::vector<Tensor> mlp_params() {
+  std::mt19937_64 rng(7);
+  std::vector<Tensor> p{random_like(zeros({3, 4}, kFloat64), rng) * 0.5, random_like(zeros({4, 2}, kFloat64), rng) * 0.5};
+  return p;
+}
+
+// a function with more outputs than inputs: (2) -> (3, 2)
+Tensor tall(const std::vector<Tensor>& p) { return sigmoid(matmul(f64({1, 2, -1, 0.5, 0.3, -2}, {3, 2}), unsqueeze(p[0], 1)) * p[0]); }
+
+}  // namespace
+
+TEST(Func, JvpEqualsFunctionalsDoubleVjp) {
+  const std::vector<Tensor> p = mlp_params();
+  std::mt19937_64 rng(3);
+  const std::vector<Tensor> u{random_like(p[0], rng), random_like(p[1], rng)};
+  const auto [y, jv] = func::jvp(mlp_loss, p, u);
+  const auto [y_ref, jv_ref] = functional::jvp(mlp_loss, p, u);
+  EXPECT_LE(max_abs_diff(y, y_ref), 1e-15);
+  EXPECT_LE(max_abs_diff(jv, jv_ref[0]), 1e-12);
+  const auto [y_lin, lin] = func::linearize(mlp_loss, p);
+  EXPECT_LE(max_abs_diff(y_lin, y_ref), 1e-15);
+  EXPECT_LE(max_abs_diff(lin(u), jv_ref[0]), 1e-12);
+}
+
+TEST(Func, JacfwdAndJacrevEqualFunctionalsJacobian) {
+  for (const auto& [fn, inputs] : std::vector<std::pair<func::Fn, std::vector<Tensor>>>{
+           {mlp_loss, mlp_params()}, {tall, {f64({0.3, -0.8}, {2})}}}) {
+    const std::vector<Tensor> ref = functional::jacobian(fn, inputs);
+    const std::vector<Tensor> fwd = func::jacfwd(fn, inputs), rev = func::jacrev(fn, inputs);
+    ASSERT_EQ(fwd.size(), ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_EQ(fwd[i].shape(), ref[i].shape());
+      EXPECT_EQ(rev[i].shape(), ref[i].shape());
+      EXPECT_LE(max_abs_diff(fwd[i], ref[i]), 1e-12) << "jacfwd input " << i;
+      EXPECT_LE(max_abs_diff(rev[i], ref[i]), 1e-14) << "jacrev input " << i;
+    }
+  }
+}
+
+TEST(Func, HessianByForwardOverReverseEqualsFunctionalsHessian) {
+  const std::vector<Tensor> p = mlp_params();
+  const auto ref = functional::hessian(mlp_loss, p);
+  const auto h = func::hessian(mlp_loss, p);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      EXPECT_EQ(h[i][j].shape(), ref[i][j].shape());
+      EXPECT_LE(max_abs_diff(h[i][j], ref[i][j]), 1e-12) << "H[" << i << "][" << j << "]";
+    }
+}
+
+TEST(Func, ForwardOverReverseHvpEqualsFunctionalsHvp) {
+  const std::vector<Tensor> p = mlp_params();
+  std::mt19937_64 rng(5);
+  const std::vector<Tensor> v{random_like(p[0], rng), random_like(p[1], rng)};
+  const auto [loss, hv_ref] = functional::hvp(mlp_loss, p, v);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    // the jvp of the gradient: one forward pass over one backward pass
+    auto grad_i = [i](const std::vector<Tensor>& xs) { return ag::grad({mlp_loss(xs)}, xs)[i]; };
+    std::vector<Tensor> leaves;
+    for (const Tensor& t : p) leaves.push_back(t.detach().requires_grad_());
+    const auto [g, hv] = func::jvp(grad_i, leaves, v);
+    EXPECT_LE(max_abs_diff(hv, hv_ref[i]), 1e-12) << "input " << i;
+  }
+}
