@@ -400,9 +400,17 @@ void detail::refresh_view(const Tensor& v) {
 // another layout (x.add_(x.t()) would otherwise read elements it has already written); self itself
 // (s *= s) as an alias with self's history, so the node the op records, which saves its operand,
 // does not hold self's new node in a cycle (the saved alias goes stale with the write, and backward
-// throws as PyTorch's does).
+// throws as PyTorch's does). In forward mode that alias carries self's tangent as it is before the
+// write, as a copy: the write updates self's tangent in place.
 static Tensor readable_operand(const Tensor& self, const Tensor& other) {
-  if (other.impl() == self.impl()) return value_before(self, false);
+  if (other.impl() == self.impl()) {
+    const Tensor before = value_before(self, false);
+    if (const Tensor t = detail::tangent_of(self); t.defined()) {
+      detail::JvpPause pause;
+      detail::set_tangent(before, clone(t));
+    }
+    return before;
+  }
   const bool same_view = other.storage_offset() == self.storage_offset() && other.shape() == self.shape() &&
                          other.strides() == self.strides();
   // A view's node keeps its base alive (view_base): an operand that is the base or another view of

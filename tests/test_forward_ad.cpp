@@ -508,3 +508,38 @@ TEST(Func, ForwardOverReverseHvpEqualsFunctionalsHvp) {
     EXPECT_LE(max_abs_diff(hv, hv_ref[i]), 1e-12) << "input " << i;
   }
 }
+
+// ---- review fixes: each expected value by hand (or by reverse mode), checked against PyTorch
+// 1.13 where it agrees (x.mul_(x) is the one where PyTorch 1.13 reads the updated self and gives
+// dx (x² + x): ag gives the derivative of x², 2 x dx) ----
+
+TEST(ForwardAdReview, AnInPlaceOpWhoseOperandIsSelfKeepsBothTerms) {
+  DualLevel level;
+  const std::vector<double> p{1, 2, 3}, u{1, -1, 2};
+  auto dual = [&] { return make_dual(f64(p, {3}), f64(u, {3})); };
+  Tensor x = dual();
+  x.mul_(x);  // d(x²) = 2 x dx
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 4, 9}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{2, -4, 12}));
+  x = dual();
+  x += x;  // d(2x) = 2 dx
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{2, -2, 4}));
+  x = dual();
+  x.add_(x, 2.0);  // d(3x) = 3 dx
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{3, -3, 6}));
+  x = dual();
+  x.sub_(x);  // d(x - x) = 0
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  x = dual();
+  x.div_(x);  // d(x / x) = 0
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  // on a tensor in a graph too (a non-leaf that requires grad)
+  const Tensor q = f64(p, {3}).requires_grad_();
+  Tensor y = make_dual(q, f64(u, {3})) * 1.0;
+  y *= y;
+  EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{2, -4, 12}));
+}
+
