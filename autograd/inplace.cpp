@@ -59,7 +59,7 @@ void bump_version(const Tensor& t, const char* op) {
 
 bool inplace_has_tangent(const Tensor& self, const Tensor* other) {
   if (!forward_ad_on()) return false;
-  return self.impl()->fw_grad || (other && other->defined() && other->impl()->fw_grad);
+  return tangent_of(self).defined() || (other && tangent_of(*other).defined());
 }
 
 void set_inplace_tangent(const Tensor& self, const Tensor& t) {
@@ -72,7 +72,12 @@ void set_inplace_tangent(const Tensor& self, const Tensor& t) {
   }
   if (!t.defined()) return;  // zero stays zero
   if (!s.view_base) {
-    set_tangent(self, t.shape() == self.shape() && !t.shares_storage(self) ? t : clone(expand(t, self.shape().vec())));
+    // a tangent of its own (t may be another tensor's: copy_'s src), laid out as self, so that a
+    // view of self taken before reads the same view of it
+    const auto span = static_cast<int64_t>(s.storage->nbytes / element_size(self.dtype()));
+    const Tensor own = alias(zeros_tensor({span}, t.dtype()), self.shape(), self.strides(), self.storage_offset());
+    copy_into(own, t);
+    set_tangent(self, own);
     return;
   }
   // a view: the same view of the base's tangent, laid out as the base is (made as zeros if none)

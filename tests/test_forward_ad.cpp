@@ -543,3 +543,42 @@ TEST(ForwardAdReview, AnInPlaceOpWhoseOperandIsSelfKeepsBothTerms) {
   EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{2, -4, 12}));
 }
 
+TEST(ForwardAdReview, AViewTakenBeforeItsBaseGotATangentReadsTheSameViewOfIt) {
+  DualLevel level;
+  Tensor b = zeros({3, 2}, kFloat64);
+  Tensor v = b.narrow(0, 0, 2);
+  const Tensor w = b.t();
+  const Tensor p = arange(0.0, 6.0, 1.0, kFloat64).view({3, 2});
+  const Tensor u = arange(0.0, 6.0, 1.0, kFloat64).view({3, 2}) * 10.0 + 1.0;
+  b.copy_(make_dual(p, u));
+  EXPECT_EQ(unpack_dual(v).tangent.to_vector<double>(), (std::vector<double>{1, 11, 21, 31}));
+  EXPECT_EQ(unpack_dual(w).tangent.to_vector<double>(), (std::vector<double>{1, 21, 41, 11, 31, 51}));
+  // an op on the view pushes it: d exp(v) = exp(v) dv
+  const std::vector<double> e = unpack_dual(exp(v)).tangent.to_vector<double>();
+  const std::vector<double> want{1.0, std::exp(1.0) * 11, std::exp(2.0) * 21, std::exp(3.0) * 31};
+  ASSERT_EQ(e.size(), want.size());
+  for (std::size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(e[i], want[i], 1e-12 * std::abs(want[i]));
+  // an in-place op through the view updates the base's tangent
+  v.mul_(2.0);
+  EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{0, 2, 4, 6, 4, 5}));
+  EXPECT_EQ(unpack_dual(b).tangent.to_vector<double>(), (std::vector<double>{2, 22, 42, 62, 41, 51}));
+  EXPECT_EQ(unpack_dual(w).tangent.to_vector<double>(), (std::vector<double>{2, 42, 41, 22, 62, 51}));
+  // the primal unpack_dual gives (and views of it) still carry none
+  const Tensor y = exp(make_dual(p, u));
+  const Tensor primal = unpack_dual(y).primal;
+  EXPECT_FALSE(unpack_dual(primal).tangent.defined());
+  EXPECT_FALSE(unpack_dual(primal[0]).tangent.defined());
+  EXPECT_FALSE(unpack_dual(exp(primal)).tangent.defined());
+}
+
+TEST(ForwardAdReview, ATensorGivenATangentInPlaceOwnsIt) {
+  // x.copy_(y) gives x y's tangent as a copy: a later write into x's tangent leaves y's alone
+  DualLevel level;
+  Tensor x = zeros({2}, kFloat64);
+  const Tensor y = make_dual(ones({2}, kFloat64), f64({3, 4}, {2}));
+  x.copy_(y);
+  x.mul_(2.0);
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{6, 8}));
+  EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{3, 4}));
+}
+
