@@ -268,6 +268,10 @@ Tensor positions_in_base(const Tensor& v, const Tensor& b) {
 void view_of_current_base(const Tensor& self, const Tensor& b, const Tensor& idx) {
   Tensor v = detail::alias(b, self.shape(), self.strides(), self.storage_offset());
   // v = b.flatten()[idx]  =>  db = zeros like b with db.flatten()[idx] += dv
+  // Reverse mode only: self's tangent is already the same view of b's (v, which lends self its
+  // node, is dropped), and a tangent pushed here, in the middle of recording the op that reads
+  // self, would take that op's saved output (record.cpp)
+  detail::JvpPause no_tangent;
   record(v, "AsStridedBackward0", {b}, [idx, bshape = b.shape()](const Tensor& g) -> Grads {
     const Tensor flat = index_add(zeros({bshape.numel()}, g.dtype()), 0, reshape(idx, {-1}), reshape(g, {-1}));
     return {reshape(flat, bshape.vec())};

@@ -582,3 +582,37 @@ TEST(ForwardAdReview, ATensorGivenATangentInPlaceOwnsIt) {
   EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{3, 4}));
 }
 
+TEST(ForwardAdReview, AViewRefreshedAfterItsBaseChangedInPlaceKeepsItsTangent) {
+  const Tensor p = f64({0.5, 1, 1.5, 2}, {2, 2}).requires_grad_();
+  const Tensor u = f64({1, 2, 3, 4}, {2, 2});
+  DualLevel level;
+  // b requires grad and carries a tangent; v = b[0]; b *= 2; then exp(v): v = 2 b0, dv = 2 u0
+  Tensor b = make_dual(p, u) * 1.0;
+  const Tensor v = b[0];
+  b.mul_(2.0);
+  const Tensor y = exp(v);
+  const std::vector<double> t = unpack_dual(y).tangent.to_vector<double>();
+  const std::vector<double> want_t{std::exp(1.0) * 2 * 1, std::exp(2.0) * 2 * 2};
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_NEAR(t[i], want_t[i], 1e-12 * want_t[i]);
+  // reverse mode through the refreshed view: d sum(exp(2 p0)) / dp = 2 exp(2 p0) on row 0, and
+  // its tangent (forward-over-reverse, exp's rule reading its saved output's tangent): 4 exp(2 p0) u0
+  const Tensor g = ag::grad({sum(y)}, {p}, {}, true, true)[0];
+  const std::vector<double> gv = g.to_vector<double>();
+  const std::vector<double> want_g{2 * std::exp(1.0), 2 * std::exp(2.0), 0, 0};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(gv[i], want_g[i], 1e-12 * (1 + want_g[i]));
+  ASSERT_TRUE(unpack_dual(g).tangent.defined());
+  const std::vector<double> gt = unpack_dual(g).tangent.to_vector<double>();
+  const std::vector<double> want_gt{4 * std::exp(1.0) * 1, 4 * std::exp(2.0) * 2, 0, 0};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(gt[i], want_gt[i], 1e-12 * (1 + want_gt[i]));
+  // fill_ / assignment through a view of a non-leaf dual that requires grad: zero tangent there
+  Tensor x = make_dual(p, u) * 1.0;
+  x[0].fill_(0.0);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 0, 1.5, 2}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0, 0, 3, 4}));
+  EXPECT_EQ(ag::grad({sum(x * x)}, {p})[0].to_vector<double>(), (std::vector<double>{0, 0, 3, 4}));  // 2 x, 0 where filled
+  Tensor z = make_dual(p, u) * 1.0;
+  z[1] = 0.0;
+  EXPECT_EQ(z.to_vector<double>(), (std::vector<double>{0.5, 1, 0, 0}));
+  EXPECT_EQ(unpack_dual(z).tangent.to_vector<double>(), (std::vector<double>{1, 2, 0, 0}));
+}
+
