@@ -616,3 +616,45 @@ TEST(ForwardAdReview, AViewRefreshedAfterItsBaseChangedInPlaceKeepsItsTangent) {
   EXPECT_EQ(unpack_dual(z).tangent.to_vector<double>(), (std::vector<double>{1, 2, 0, 0}));
 }
 
+TEST(ForwardAdReview, IndexPutPushesTheTangentOfWhatItWrites) {
+  using namespace ag::indexing;
+  DualLevel level;
+  const std::vector<double> p{1, 2, 3, 4, 5}, u{10, 20, 30, 40, 50};
+  const Tensor idx = from_vector(std::vector<int64_t>{3, 0, 3}, {3});
+  const Tensor vals = make_dual(f64({7, 8, 9}, {3}), f64({0.5, 0.25, 0.125}, {3}));
+  // x[idx] = vals: the last value aimed at a position wins, its tangent with it
+  Tensor x = make_dual(f64(p, {5}), f64(u, {5}));
+  x.index_put_({idx}, vals);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{8, 2, 3, 9, 5}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0.25, 20, 30, 0.125, 50}));
+  // accumulate: every value adds
+  x = make_dual(f64(p, {5}), f64(u, {5}));
+  x.index_put_({idx}, vals, true);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{9, 2, 3, 20, 5}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{10.25, 20, 30, 40.625, 50}));
+  // a self without a tangent: zero but where written
+  x = f64(p, {5});
+  x.index_put_({idx}, vals);
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0.25, 0, 0, 0.125, 0}));
+  // x[idx] += v (index, add, write back)
+  x = make_dual(f64(p, {5}), f64(u, {5}));
+  x.index({from_vector(std::vector<int64_t>{2, 0}, {2})}) += make_dual(f64({7, 8}, {2}), f64({0.5, 0.25}, {2}));
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{9, 2, 10, 4, 5}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{10.25, 20, 30.5, 40, 50}));
+  // a 2-d tensor indexed on its second dim; a value without a tangent over a dual self
+  const Tensor P = arange(0.0, 6.0, 1.0, kFloat64).view({2, 3}), U = P + 100.0;
+  Tensor m = make_dual(P.clone(), U.clone());
+  m.index({Slice(), from_vector(std::vector<int64_t>{2, 0}, {2})}) = make_dual(f64({-1, -2}, {2}), f64({1000, 2000}, {2}));
+  EXPECT_EQ(m.to_vector<double>(), (std::vector<double>{-2, 1, -1, -2, 4, -1}));
+  EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{2000, 101, 1000, 2000, 104, 1000}));
+  m = make_dual(P.clone(), U.clone());
+  m.index({from_vector(std::vector<double>{1, 0, 1, 0, 0, 1}, {2, 3}, kBool)}) = 0.0;
+  EXPECT_EQ(m.to_vector<double>(), (std::vector<double>{0, 1, 0, 3, 4, 0}));
+  EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{0, 101, 0, 103, 104, 0}));
+  // in a graph too: the reverse gradient of sum(x * x) after x[idx] = vals, w.r.t. the primal
+  const Tensor q = f64(p, {5}).requires_grad_();
+  Tensor xg = make_dual(q, f64(u, {5})) * 1.0;
+  xg.index_put_({idx}, vals);
+  EXPECT_EQ(unpack_dual(xg).tangent.to_vector<double>(), (std::vector<double>{0.25, 20, 30, 0.125, 50}));
+  EXPECT_EQ(ag::grad({sum(xg * xg)}, {q})[0].to_vector<double>(), (std::vector<double>{0, 4, 6, 0, 10}));
+}
