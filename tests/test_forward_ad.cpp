@@ -563,6 +563,15 @@ TEST(ForwardAdReview, AViewTakenBeforeItsBaseGotATangentReadsTheSameViewOfIt) {
   EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{0, 2, 4, 6, 4, 5}));
   EXPECT_EQ(unpack_dual(b).tangent.to_vector<double>(), (std::vector<double>{2, 22, 42, 62, 41, 51}));
   EXPECT_EQ(unpack_dual(w).tangent.to_vector<double>(), (std::vector<double>{2, 42, 41, 22, 62, 51}));
+  // a view in a graph, taken before its base got a tangent by copy_: refreshed, then read
+  const Tensor q = f64({1, 2, 3, 4}, {2, 2}).requires_grad_();
+  Tensor c = q * 1.0;
+  const Tensor c0 = c[0];
+  c.copy_(make_dual(f64({0.5, 1, 1.5, 2}, {2, 2}), f64({1, 2, 3, 4}, {2, 2})));
+  const std::vector<double> ct = unpack_dual(exp(c0)).tangent.to_vector<double>();  // exp(c0) dc0
+  ASSERT_EQ(ct.size(), 2u);
+  EXPECT_NEAR(ct[0], std::exp(0.5) * 1, 1e-12);
+  EXPECT_NEAR(ct[1], std::exp(1.0) * 2, 1e-12);
   // the primal unpack_dual gives (and views of it) still carry none
   const Tensor y = exp(make_dual(p, u));
   const Tensor primal = unpack_dual(y).primal;
