@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/forward_ad.h"
 #include "autograd/functional.h"
 #include "golden_io.h"
 #include "next_word/model.h"
@@ -250,6 +251,26 @@ TEST_F(NextWordHvp, HvpMatchesPyTorch) {
     EXPECT_FALSE(params_[i].grad().defined()) << "hvp must not touch .grad of the inputs: " << golden_.params[i].name;
   }
   report("H v", c);
+}
+
+// Forward over reverse: H v as the tangent of the gradient, when the parameters carry v (one
+// forward pass pushing tangents, one backward pass whose rules push them on), against PyTorch's
+// double-vjp H v. It goes through the fused causal attention node and the fused cross-entropy, whose
+// backward PyTorch 1.13 itself cannot take forward-over-reverse.
+TEST_F(NextWordHvp, ForwardOverReverseHvpMatchesPyTorch) {
+  ag::forward_ad::DualLevel level;
+  std::vector<Tensor> duals;
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    duals.push_back(ag::forward_ad::make_dual(params_[i].detach().requires_grad_(), v_[i]));
+  const std::vector<Tensor> grads = ag::grad({loss_fn()(duals)}, duals);
+  ASSERT_EQ(grads.size(), params_.size());
+  Comparer c;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Tensor hv = ag::forward_ad::unpack_dual(grads[i]).tangent;
+    ASSERT_TRUE(hv.defined()) << golden_.params[i].name << ": the gradient carries no tangent";
+    c.check("forward-over-reverse hvp", golden_.params[i].name, hv, golden_.params[i].hvp);
+  }
+  report("H v, forward over reverse", c);
 }
 
 TEST_F(NextWordHvp, VhpMatchesPyTorchHvp) {  // v^T H = (H v)^T: the Hessian is symmetric
