@@ -30,6 +30,21 @@ GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,
                double rtol = 1e-3);
 
+// PyTorch's gradcheck keyword arguments. check_forward_ad: the Jacobian by forward mode too (one
+// jvp per input element, forward_ad.h), against the same finite differences; check_backward_ad:
+// by reverse mode (the positional form's check). fast_mode: PyTorch's fast mode, which compares
+// v^T J u for random u (per input) and v (over the output), drawn from the default generator,
+// instead of every element of J: v^T (J u) by finite differences along u against <J^T v, u>
+// (backward) and <v, J u> (forward). The slow mode is the default and the reference.
+struct GradcheckOptions {
+  double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+  bool check_forward_ad = false;
+  bool check_backward_ad = true;
+  bool fast_mode = false;
+};
+GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& options);
+bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& options);
+
 // gradgradcheck (torch.autograd.gradgradcheck): gradcheck of the second derivatives. The function
 // checked is (inputs..., grad_output) -> ag::grad(fn(inputs), inputs that require grad,
 // grad_output, create_graph=true), flattened into one vector: its analytical Jacobian comes from
