@@ -192,12 +192,19 @@ void replace_once(std::string& s, const std::string& what, const std::string& wi
   s.replace(p, what.size(), with);
 }
 
+// The rows whose grad_fn column names `grad_fn`, in the table's order.
+std::vector<const Row*> rows_named(const std::string& grad_fn) {
+  std::vector<const Row*> out;
+  for (const Row& r : derivative_rows())
+    if (std::find(r.names.begin(), r.names.end(), grad_fn) != r.names.end()) out.push_back(&r);
+  return out;
+}
+
 }  // namespace
 
 std::vector<DerivativeRule> derivative_rules(const std::string& grad_fn) {
   std::vector<DerivativeRule> out;
-  for (const Row& r : derivative_rows())
-    if (std::find(r.names.begin(), r.names.end(), grad_fn) != r.names.end()) out.push_back(r.rule);
+  for (const Row* r : rows_named(grad_fn)) out.push_back(r->rule);
   return out;
 }
 
@@ -210,10 +217,8 @@ std::string rule_op_name(const std::string& cell) {
 }
 
 DerivativeRule Node::rule() const {
-  const std::string key(rule_grad_fn_.empty() ? name_ : rule_grad_fn_);
-  for (const Row& r : derivative_rows()) {
-    if (std::find(r.names.begin(), r.names.end(), key) == r.names.end()) continue;
-    if (rule_op_.empty() || rule_op_name(r.rule.op) == rule_op_) return r.rule;  // the first row of the name, or the op's
+  for (const Row* r : rows_named(std::string(rule_grad_fn_.empty() ? name_ : rule_grad_fn_))) {
+    if (rule_op_.empty() || rule_op_name(r->rule.op) == rule_op_) return r->rule;  // the first row of the name, or the op's
   }
   return {};
 }

@@ -1,5 +1,5 @@
 // tour: the first steps of seed 000 ("Life is short, eat dessert first") line by line, printing
-// the same tensors as the PyTorch notebook. The README quotes this program and its output.
+// the same tensors as the PyTorch notebook (docs/tensors.md).
 #include <cmath>
 #include <iostream>
 

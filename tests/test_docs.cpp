@@ -12,7 +12,7 @@
 namespace {
 
 std::string read(const std::string& rel) {
-  std::ifstream f(std::string(AG_REPO_DIR) + "/" + rel);
+  std::ifstream f(std::string(AG_SOURCE_DIR) + "/" + rel);
   EXPECT_TRUE(f.good()) << "cannot open " << rel;
   std::ostringstream s;
   s << f.rdbuf();

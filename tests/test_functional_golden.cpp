@@ -143,6 +143,76 @@ const std::map<std::string, Twin>& twins() {
          const Tensor &s = in[0], &u = c[0];  // s 0-dim, u (3)
          return exp(s * u);
        }},
+      // forward mode: one function per family of ops
+      {"softmax_lastdim", [](const Tensors& in, const Tensors&) { return softmax(in[0], -1); }},
+      {"log_softmax_dim0", [](const Tensors& in, const Tensors&) { return log_softmax(in[0], 0); }},
+      {"layer_norm", [](const Tensors& in, const Tensors&) { return layer_norm(in[0], {4}, in[1], in[2]); }},
+      {"gelu_exact", [](const Tensors& in, const Tensors&) { return gelu(in[0]); }},
+      {"regression_losses",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor &a = in[0], &b = in[1];
+         return l1_loss(a, b) + smooth_l1_loss(a, b, "mean", 0.5) + huber_loss(a, b, "mean", 0.7) + mse_loss(a, b, "sum");
+       }},
+      {"classification_losses",
+       [](const Tensors& in, const Tensors& c) {
+         const Tensor &x = in[0], &y = in[1], &t = c[0];  // t in (0, 1)
+         Tensor bce = binary_cross_entropy(sigmoid(x), t);
+         Tensor bcel = binary_cross_entropy_with_logits(x, t, {}, "mean", tensor({1.5, 0.5, 2.0}, kFloat64));
+         Tensor kl = kl_div(log_softmax(x, -1), softmax(y, -1), "batchmean");
+         Tensor nll = nll_loss(log_softmax(y, -1), tensor({2, 0, 1, 1}));
+         Tensor ce = cross_entropy(x, tensor({1, 0, 2, 2}), -100, "mean", 0.1);
+         return stack({bce, bcel, kl, nll, ce});
+       }},
+      {"unary_chain",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor& x = in[0];  // x > 0.5
+         Tensor a = exp(-x) + log(x) + tanh(x) + sigmoid(x) + relu(x - 1.0);
+         Tensor b = sin(x) * cos(x) + sqrt(x) + rsqrt(x) + reciprocal(x) + abs(x - 1.3);
+         Tensor d = silu(x) + softplus(x, 2.0) + elu(x - 1.0) + leaky_relu(x - 1.0, 0.1) + log1p(x);
+         Tensor e = expm1(x) + erf(x) + square(x) + pow(x, 2.5) + (-x) + clamp(x, 0.7, 1.2);
+         return a * b + d * e;
+       }},
+      {"binary_mix",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor &x = in[0], &y = in[1];  // x, y > 0.5; (2, 3) and (3)
+         return x * y + x / y - (x - y) + pow(x, y) + maximum(x, y * 1.1) + minimum(x, y * 0.9) + where(gt(x, y), x * x, y);
+       }},
+      {"stats",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor& x = in[0];
+         return cat({var(x, {1}), ag::std(x, {0}, false), logsumexp(x, {1}), max(x, 0).first});
+       }},
+      {"prod_cumsum_norm",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor& x = in[0];
+         return cat({prod(x, 1), cumsum(x, 0).reshape({-1}), norm(x).reshape({1}), norm(x, 1, {0})});
+       }},
+      {"gathers",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor& x = in[0];
+         Tensor idx = tensor({{0, 2}, {1, 1}, {3, 0}});
+         Tensor g = gather(x, 1, idx);
+         Tensor s = scatter_add(zeros({3, 4}, kFloat64), 1, idx, x.slice(1, 0, 2));
+         Tensor m = masked_select(x, gt(x, 0.0));
+         return cat({g.reshape({-1}), s.reshape({-1}), m, x.index({tensor({2, 0, 2})}).reshape({-1})});
+       }},
+      {"rearrange",
+       [](const Tensors& in, const Tensors&) {
+         const Tensor& x = in[0];  // (2, 3, 4)
+         Tensor a = roll(flip(x.permute({2, 0, 1}), {0}), 1, 2);
+         Tensor b = repeat(x, {1, 2, 1}).slice(1, 1, 5, 2).transpose(1, 2);
+         return cat({a.reshape({-1}), b.reshape({-1}), sum(flatten(x, 1), {0})});
+       }},
+      {"batched_linear",
+       [](const Tensors& in, const Tensors& c) { return linear(matmul(in[0], in[1]), c[0], in[2]); }},
+      {"bmm", [](const Tensors& in, const Tensors&) { return matmul(in[0], in[1]); }},
+      {"mlp_tanh_sq",
+       [](const Tensors& in, const Tensors& c) {
+         const Tensor &W1 = in[0], &b1 = in[1], &W2 = in[2], &b2 = in[3];
+         const Tensor &x = c[0], &y = c[1];
+         Tensor h = tanh(matmul(x, W1) + b1);
+         return mean(pow(matmul(h, W2) + b2 - y, 2.0));
+       }},
   };
   return table;
 }
@@ -228,7 +298,7 @@ std::pair<Tensor, Tensors> run(const Case& c, const Tensors& ins, bool create_gr
   const Twin& twin = twins().at(c.fn);
   const functional::Fn fn = [&](const Tensors& x) { return twin(x, consts); };
   const Tensors vs = make_all(c.vs);
-  if (c.kind == "hessian") {
+  if (c.kind == "hessian" || c.kind == "func_hessian") {
     auto h = functional::hessian(fn, ins, create_graph);
     EXPECT_EQ(h.size(), ins.size()) << c.label() << ": hessian rows";
     Tensors flat;
@@ -241,8 +311,12 @@ std::pair<Tensor, Tensors> run(const Case& c, const Tensors& ins, bool create_gr
   if (c.kind == "jacobian") return {fn(ins).detach(), functional::jacobian(fn, ins, create_graph)};
   if (c.kind == "vjp") return functional::vjp(fn, ins, vs.empty() ? Tensor() : vs[0], create_graph);
   if (c.kind == "jvp") return functional::jvp(fn, ins, vs, create_graph);
-  if (c.kind == "hvp") return functional::hvp(fn, ins, vs, create_graph);
+  if (c.kind == "hvp" || c.kind == "fwd_over_rev") return functional::hvp(fn, ins, vs, create_graph);
   if (c.kind == "vhp") return functional::vhp(fn, ins, vs, create_graph);
+  // The forward-mode cases, through the reverse-mode API (the same numbers): the twins and the
+  // golden data agree before forward mode is asked to.
+  if (c.kind == "fwd_jvp" || c.kind == "func_jvp") return functional::jvp(fn, ins, vs, create_graph);
+  if (c.kind == "jacfwd") return {fn(ins).detach(), functional::jacobian(fn, ins, create_graph)};
   ADD_FAILURE() << c.label() << ": unknown kind";
   return {};
 }
@@ -252,7 +326,7 @@ void check(const Case& c, const Tensor& out, const Tensors& results) {
   ASSERT_EQ(results.size(), c.results.size()) << c.label() << ": number of results";
   for (std::size_t r = 0; r < results.size(); ++r) {
     std::string what = c.label() + ": result " + std::to_string(r);
-    if (c.kind == "hessian") {
+    if (c.kind == "hessian" || c.kind == "func_hessian") {
       const std::size_t n = c.inputs.size();
       what += " (H[" + std::to_string(r / n) + "][" + std::to_string(r % n) + "])";
     }
@@ -272,9 +346,10 @@ TEST(FunctionalGolden, EveryCaseHasATwinAndEveryKindIsCovered) {
     EXPECT_TRUE(twins().count(c.fn)) << c.fn << " (case " << c.label() << ") has no C++ twin";
   }
   for (const auto& [name, twin] : twins()) EXPECT_TRUE(names.count(name)) << name << " is used by no golden case";
-  for (const char* k : {"hessian", "jacobian", "vjp", "jvp", "hvp", "vhp"})
+  for (const char* k : {"hessian", "jacobian", "vjp", "jvp", "hvp", "vhp", "fwd_jvp", "func_jvp", "jacfwd", "func_hessian",
+                        "fwd_over_rev"})
     EXPECT_TRUE(kinds.count(k)) << "no " << k << " case in the golden file";
-  EXPECT_EQ(kinds.size(), 6u) << "unknown kind in the golden file";
+  EXPECT_EQ(kinds.size(), 11u) << "unknown kind in the golden file";
 }
 
 TEST(FunctionalGolden, MatchesPyTorch) {
@@ -297,7 +372,7 @@ TEST(FunctionalGolden, MatchesPyTorch) {
         EXPECT_FALSE(results[r].requires_grad()) << c.label() << ": result " << r;
       }
     }
-    if (c.kind != "hessian" && c.kind != "jacobian" && out.defined()) {
+    if (c.kind != "hessian" && c.kind != "func_hessian" && c.kind != "jacobian" && c.kind != "jacfwd" && out.defined()) {
       EXPECT_FALSE(out.requires_grad()) << c.label() << ": output";
     }
   }
