@@ -298,8 +298,27 @@ std::pair<Tensor, Tensors> run(const Case& c, const Tensors& ins, bool create_gr
   const Twin& twin = twins().at(c.fn);
   const functional::Fn fn = [&](const Tensors& x) { return twin(x, consts); };
   const Tensors vs = make_all(c.vs);
+  // The forward-mode cases by forward mode (ag::func on dual tensors, forward_ad.h); with
+  // create_graph, through the reverse-mode API below (the same numbers, with history).
+  const bool by_forward_mode = !create_graph && (c.kind == "fwd_jvp" || c.kind == "func_jvp" || c.kind == "jacfwd" ||
+                                                  c.kind == "func_hessian" || c.kind == "fwd_over_rev");
+  if (by_forward_mode && c.kind == "jacfwd") return {fn(ins).detach(), func::jacfwd(fn, ins)};
+  if (by_forward_mode && c.kind == "fwd_over_rev") {
+    Tensors hv;  // per input i: the jvp of the gradient's i-th part
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      Tensors leaves;
+      for (const Tensor& x : ins) leaves.push_back(x.detach().requires_grad_());
+      const auto grad_i = [&](const Tensors& xs) { return grad({fn(xs)}, xs)[i]; };
+      hv.push_back(func::jvp(grad_i, leaves, vs).second.detach());
+    }
+    return {fn(ins).detach(), hv};
+  }
+  if (by_forward_mode && c.kind != "func_hessian") {
+    auto [y, t] = func::jvp(fn, ins, vs);
+    return {y.detach(), {t.detach()}};
+  }
   if (c.kind == "hessian" || c.kind == "func_hessian") {
-    auto h = functional::hessian(fn, ins, create_graph);
+    auto h = by_forward_mode ? func::hessian(fn, ins) : functional::hessian(fn, ins, create_graph);
     EXPECT_EQ(h.size(), ins.size()) << c.label() << ": hessian rows";
     Tensors flat;
     for (const auto& row : h) {
@@ -313,8 +332,6 @@ std::pair<Tensor, Tensors> run(const Case& c, const Tensors& ins, bool create_gr
   if (c.kind == "jvp") return functional::jvp(fn, ins, vs, create_graph);
   if (c.kind == "hvp" || c.kind == "fwd_over_rev") return functional::hvp(fn, ins, vs, create_graph);
   if (c.kind == "vhp") return functional::vhp(fn, ins, vs, create_graph);
-  // The forward-mode cases, through the reverse-mode API (the same numbers): the twins and the
-  // golden data agree before forward mode is asked to.
   if (c.kind == "fwd_jvp" || c.kind == "func_jvp") return functional::jvp(fn, ins, vs, create_graph);
   if (c.kind == "jacfwd") return {fn(ins).detach(), functional::jacobian(fn, ins, create_graph)};
   ADD_FAILURE() << c.label() << ": unknown kind";

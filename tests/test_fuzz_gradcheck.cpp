@@ -3,7 +3,8 @@
 // size-1 and broadcast dims, transposed inputs, nodes reused on several paths and gathers with
 // repeated indices; each graph is checked with float64 gradcheck. A failure prints the seed and
 // the graph, and AG_FUZZ_SEED=<seed> replays just that graph; AG_FUZZ_COUNT=<n> checks n graphs
-// instead of 2,000; the second-order run (gradgradcheck, 500 graphs) takes AG_FUZZ_COUNT2.
+// instead of 2,000; the second-order run (gradgradcheck, 500 graphs) takes AG_FUZZ_COUNT2, and
+// the forward-mode run (gradcheck with check_forward_ad, 1,000 graphs) AG_FUZZ_COUNT3.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -190,5 +191,16 @@ TEST(FuzzGradcheck, FiveHundredRandomGraphsPassGradgradcheck) {
   fuzz(1000000, 500, "AG_FUZZ_COUNT2", [](const Graph& g) {
     manual_seed(7);  // the random grad_output
     return gradgradcheck_result(g.fn, g.inputs, {}, 1e-6, 1e-5, 1e-3);
+  });
+}
+
+// Forward mode: the Jacobian by forward mode (one jvp per input element, gradcheck's
+// check_forward_ad) against finite differences, on other seeds again.
+TEST(FuzzGradcheck, OneThousandRandomGraphsPassGradcheckInForwardMode) {
+  fuzz(2000000, 1000, "AG_FUZZ_COUNT3", [](const Graph& g) {
+    GradcheckOptions forward_only;
+    forward_only.check_forward_ad = true;
+    forward_only.check_backward_ad = false;
+    return gradcheck_result(g.fn, g.inputs, forward_only);
   });
 }
