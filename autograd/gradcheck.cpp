@@ -227,6 +227,18 @@ GradcheckResult gradcheck_result(const GradcheckFn& fn, const std::vector<Tensor
 
 GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                                      const std::vector<Tensor>& grad_outputs, double eps, double atol, double rtol) {
+  GradgradcheckOptions o;
+  o.eps = eps, o.atol = atol, o.rtol = rtol;
+  return gradgradcheck_result(fn, inputs, grad_outputs, o);
+}
+
+GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& grad_outputs, const GradgradcheckOptions& o) {
+  if (o.fast_mode) throw std::invalid_argument("[gradgradcheck] fast_mode is not implemented yet");
+  if (!o.check_fwd_over_rev && !o.check_rev_over_rev) {
+    throw std::invalid_argument("[gradgradcheck] Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True");
+  }
+  const double eps = o.eps, atol = o.atol, rtol = o.rtol;
   std::vector<std::size_t> diff;  // the inputs fn is differentiated with respect to
   for (std::size_t k = 0; k < inputs.size(); ++k)
     if (inputs[k].defined() && inputs[k].requires_grad()) diff.push_back(k);
@@ -277,7 +289,10 @@ GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Te
     std::vector<Tensor> wrt;
     for (std::size_t k : diff) wrt.push_back(x[k]);
     std::vector<Tensor> g(wrt.size());
-    if (out.requires_grad()) g = grad({out}, wrt, {ext[n]}, /*retain_graph=*/true, /*create_graph=*/true, /*allow_unused=*/true);
+    // forward over reverse (a dual level is alive) needs no graph of the backward pass: its jvps
+    // go through the rules as a plain backward runs them, fast kernels' guards included
+    const bool create_graph = !forward_ad::level_alive();
+    if (out.requires_grad()) g = grad({out}, wrt, {ext[n]}, /*retain_graph=*/true, create_graph, /*allow_unused=*/true);
     std::vector<Tensor> flat;
     for (std::size_t i = 0; i < g.size(); ++i) flat.push_back(g[i].defined() ? g[i].reshape({-1}) : zeros({wrt[i].numel()}, kFloat64));
     return total ? cat(flat, 0) : zeros({0}, kFloat64);
@@ -311,15 +326,31 @@ GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Te
       }
     }
   }
-  return check_jacobian("gradgradcheck", grad_fn, ext, eps, atol, rtol, [&](int64_t j, std::size_t k, std::size_t i) {
-    std::size_t a = 0;  // output element j is element j - starts[a] of the gradient of input diff[a]
-    while (a + 1 < starts.size() && starts[a + 1] <= j) ++a;
-    std::string wrt = k < n ? "input " + std::to_string(k) + " (shape " + inputs[k].shape().str() + ")"
-                            : "the grad_output (shape " + go.shape().str() + ")";
-    return "second derivative mismatch: element " + std::to_string(j - starts[a]) + " of the gradient of input " +
-           std::to_string(diff[a]) + " (shape " + inputs[diff[a]].shape().str() + ") with respect to " + wrt + ", element " +
-           std::to_string(i);
-  });
+  const auto where = [&](const char* mode) {
+    return [&, mode](int64_t j, std::size_t k, std::size_t i) {
+      std::size_t a = 0;  // output element j is element j - starts[a] of the gradient of input diff[a]
+      while (a + 1 < starts.size() && starts[a + 1] <= j) ++a;
+      std::string wrt = k < n ? "input " + std::to_string(k) + " (shape " + inputs[k].shape().str() + ")"
+                              : "the grad_output (shape " + go.shape().str() + ")";
+      return std::string("second derivative") + mode + " mismatch: element " + std::to_string(j - starts[a]) +
+             " of the gradient of input " + std::to_string(diff[a]) + " (shape " + inputs[diff[a]].shape().str() +
+             ") with respect to " + wrt + ", element " + std::to_string(i);
+    };
+  };
+  GradcheckResult res;
+  if (o.check_rev_over_rev) res = check_jacobian("gradgradcheck", grad_fn, ext, eps, atol, rtol, where(""));
+  if (!res.ok || !o.check_fwd_over_rev) return res;
+  // forward over reverse: the same Jacobian of the backward pass, by jvps through it
+  GradcheckResult fw = check_jacobian("gradgradcheck", grad_fn, ext, eps, atol, rtol, where(" (forward over reverse)"), true);
+  fw.max_error = std::max(fw.max_error, res.max_error);
+  return fw;
+}
+
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs,
+                   const GradgradcheckOptions& options) {
+  GradcheckResult r = gradgradcheck_result(fn, inputs, grad_outputs, options);
+  if (!r.ok) throw std::runtime_error(r.message);
+  return true;
 }
 
 bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs, double eps,

@@ -56,6 +56,21 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
 GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                                      const std::vector<Tensor>& grad_outputs = {}, double eps = 1e-6, double atol = 1e-5,
                                      double rtol = 1e-3);
+// PyTorch's gradgradcheck keyword arguments: check_rev_over_rev differentiates the recorded
+// backward pass by reverse mode (the positional form's check), check_fwd_over_rev by forward mode
+// (a jvp through the backward pass, one per input element), each against the same finite
+// differences. The fields from GradcheckOptions other than eps, atol and rtol are not used
+// (PyTorch's gradgradcheck has no check_forward_ad or check_backward_ad); fast_mode is refused
+// (not implemented yet).
+struct GradgradcheckOptions : GradcheckOptions {
+  bool check_fwd_over_rev = false;
+  bool check_rev_over_rev = true;
+};
+GradcheckResult gradgradcheck_result(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& grad_outputs, const GradgradcheckOptions& options);
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs,
+                   const GradgradcheckOptions& options);
+
 // The same, throwing std::runtime_error with the failure message; returns true otherwise.
 bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs = {},
                    double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3);

@@ -302,6 +302,19 @@ TEST(GradcheckForwardAD, ChecksTheJacobianByForwardModeToo) {
             "[gradcheck] Expected at least one of check_forward_ad or check_backward_ad to be True");
 }
 
+TEST(GradcheckForwardAD, GradgradcheckChecksForwardOverReverse) {
+  const Tensor x = f64({0.5, -1.0, 2.0}, {3}).requires_grad_(), y = f64({1.5, 0.3, -0.7}, {3}).requires_grad_();
+  const GradcheckFn smooth = [](const std::vector<Tensor>& in) { return sin(in[0]) * exp(in[1]) + softmax(in[0] * in[1], 0); };
+  GradgradcheckOptions o;
+  o.check_fwd_over_rev = true;
+  EXPECT_TRUE(gradgradcheck_result(smooth, {x, y}, {}, o).ok);
+  o.check_rev_over_rev = false;
+  EXPECT_TRUE(gradgradcheck_result(smooth, {x, y}, {}, o).ok);
+  o.check_fwd_over_rev = false;
+  EXPECT_EQ(error_of([&] { gradgradcheck(smooth, {x, y}, {}, o); }),
+            "[gradgradcheck] Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True");
+}
+
 // ---- every op of the op table ----
 
 namespace {

@@ -204,3 +204,15 @@ TEST(FuzzGradcheck, OneThousandRandomGraphsPassGradcheckInForwardMode) {
     return gradcheck_result(g.fn, g.inputs, forward_only);
   });
 }
+
+// Forward over reverse: the second derivatives of the recorded backward pass by jvps through it
+// (gradgradcheck's check_fwd_over_rev), against finite differences of the first-order gradients.
+TEST(FuzzGradcheck, FiveHundredRandomGraphsPassGradgradcheckForwardOverReverse) {
+  fuzz(3000000, 500, "AG_FUZZ_COUNT2", [](const Graph& g) {
+    manual_seed(7);  // the random grad_output
+    GradgradcheckOptions fwd_over_rev;
+    fwd_over_rev.check_fwd_over_rev = true;
+    fwd_over_rev.check_rev_over_rev = false;
+    return gradgradcheck_result(g.fn, g.inputs, {}, fwd_over_rev);
+  });
+}
