@@ -195,6 +195,23 @@ TEST(ForwardAD, InPlaceOpsOnDualsUpdateTheTangent) {
   EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{0, 9, 0}));
 }
 
+TEST(ForwardAD, AnInPlaceOpOnAViewOfADualInAGraphKeepsBothModes) {
+  // b = 3 x is in a graph and dual; v = b[0] written in place (CopySlices on b), then used
+  const Tensor p = f64({0.1, 0.2, 0.3, 0.4}, {2, 2}).requires_grad_();
+  DualLevel level;
+  const Tensor b = make_dual(p, ones_like(p)) * 3.0;
+  const Tensor w = b.t();  // a view taken before the write: its history is refreshed when used
+  Tensor v = b[0];
+  v.mul_(2.0);
+  const Tensor y = sum(v * v);
+  // v = 6 p[0], y = 36 sum(p[0]^2): dy = 72 sum(p[0] u[0]) with u = 1, dy/dp[0] = 72 p[0]
+  EXPECT_NEAR(unpack_dual(y).tangent.item(), 72 * 0.3, 1e-12);
+  const Tensor z = sum(w * w);  // AsStridedBackward0 on w; w keeps the view of b's tangent
+  EXPECT_NEAR(unpack_dual(z).tangent.item(), 72 * 0.3 + 18 * 0.7, 1e-12);
+  EXPECT_EQ(unpack_dual(b).tangent.to_vector<double>(), (std::vector<double>{6, 6, 3, 3}));  // b's tangent, through v
+  EXPECT_NEAR(ag::grad({y}, {p})[0].to_vector<double>()[0], 72 * 0.1, 1e-12);
+}
+
 TEST(ForwardAD, AnOpWithoutAJvpRuleThrowsRatherThanDropTheTangent) {
   DualLevel level;
   const Tensor x = make_dual(f64({0.2, 0.7}, {2}), f64({1, 1}, {2}));
