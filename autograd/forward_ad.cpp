@@ -43,6 +43,31 @@ Tensor detail::detach_keeping_tangent(const Tensor& g) {
   return d;
 }
 
+Tensor detail::view_tangent_of_base(const Tensor& v) {
+  const TensorImpl& vi = *v.impl();
+  if (vi.no_fw_view || !vi.view_base || !vi.view_base->fw_grad) return Tensor();
+  // the base's tangent laid out as the base (as an in-place op gives it one): the view's strides
+  // and offset address the view's elements in it
+  const TensorImpl& b = *vi.view_base;
+  const Tensor bt(b.fw_grad);
+  const auto span = static_cast<int64_t>(bt.impl()->storage->nbytes / element_size(bt.dtype()));
+  int64_t hi = v.storage_offset();
+  bool inside = v.storage_offset() >= 0;
+  for (int64_t d = 0; d < v.dim(); ++d) {
+    if (v.shape()[d] == 0) return Tensor();  // no element: nothing to read
+    if (v.stride(d) < 0) inside = false;
+    hi += (v.shape()[d] - 1) * v.stride(d);
+  }
+  if (bt.strides() != b.strides || bt.storage_offset() != b.offset || !inside || hi >= span) {
+    throw std::runtime_error("[forward AD] a view (shape " + v.shape().str() + ") taken before its base (shape " +
+                             b.shape.str() + ") got a tangent cannot read the base's tangent, laid out otherwise than "
+                             "the base; take the view again");
+  }
+  const Tensor t = alias(bt, v.shape(), v.strides(), v.storage_offset());
+  set_tangent(v, t);
+  return t;
+}
+
 namespace forward_ad {
 
 DualLevel::DualLevel() {
@@ -107,13 +132,16 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent) {
 
 UnpackedDual unpack_dual(const Tensor& t) {
   detail::check_defined(t, "unpack_dual");
-  if (!t.impl()->fw_grad || !level_alive()) return {t, Tensor()};
+  if (!level_alive()) return {t, Tensor()};
+  const Tensor tangent = t.impl()->fw_grad ? Tensor(t.impl()->fw_grad) : detail::view_tangent_of_base(t);
+  if (!tangent.defined()) return {t, Tensor()};
   Tensor primal;
   {
     detail::JvpPause pause;  // the view of the primal pushes no tangent
     primal = view(t, t.shape().vec());
   }
-  return {primal, Tensor(t.impl()->fw_grad)};
+  primal.impl()->no_fw_view = true;  // nor reads its base's
+  return {primal, tangent};
 }
 
 }  // namespace forward_ad

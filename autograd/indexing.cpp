@@ -366,13 +366,24 @@ Tensor& index_put_impl(Tensor& self, const std::vector<TensorIndex>& ix, const T
   Tensor updated;
   {
     NoGradGuard values_only;
+    detail::JvpPause no_tangent;  // record() below pushes it
     const Tensor base = accumulate ? cur : masked_fill(cur, written, 0.0);
     updated = index_add(base, 0, positions(lin), index_select(v, 0, positions(keep)));
   }
   if (needs_grad(cur, v)) {
+    // jvp: the same write of the tangents, d updated = index_add(d cur (rows written zeroed unless
+    // accumulate), d v[keep] at lin)
+    const auto jvp = [&](const Tangents& t) -> Tensor {
+      const Tensor& dcur = t[0];
+      const Tensor& dv = t[1];
+      Tensor base = dcur.defined() ? (accumulate ? dcur : masked_fill(dcur, written, 0.0))
+                                   : zeros(cur.shape().vec(), dv.dtype());
+      if (!dv.defined()) return base;
+      return index_add(base, 0, positions(lin), index_select(dv.to(base.dtype()), 0, positions(keep)));
+    };
     record(updated, "IndexPutBackward0", {cur, v}, [written, accumulate, all = positions(a->lin)](const Tensor& g) -> Grads {
       return {accumulate ? g : masked_fill(g, written, 0.0), index_select(g, 0, all)};
-    });
+    }, jvp);
   }
   DimVector ps;
   for (int64_t dim : a->perm) ps.push_back(view.size(dim));

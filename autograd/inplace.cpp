@@ -59,7 +59,7 @@ void bump_version(const Tensor& t, const char* op) {
 
 bool inplace_has_tangent(const Tensor& self, const Tensor* other) {
   if (!forward_ad_on()) return false;
-  return self.impl()->fw_grad || (other && other->defined() && other->impl()->fw_grad);
+  return tangent_of(self).defined() || (other && tangent_of(*other).defined());
 }
 
 void set_inplace_tangent(const Tensor& self, const Tensor& t) {
@@ -72,7 +72,12 @@ void set_inplace_tangent(const Tensor& self, const Tensor& t) {
   }
   if (!t.defined()) return;  // zero stays zero
   if (!s.view_base) {
-    set_tangent(self, t.shape() == self.shape() && !t.shares_storage(self) ? t : clone(expand(t, self.shape().vec())));
+    // a tangent of its own (t may be another tensor's: copy_'s src), laid out as self, so that a
+    // view of self taken before reads the same view of it
+    const auto span = static_cast<int64_t>(s.storage->nbytes / element_size(self.dtype()));
+    const Tensor own = alias(zeros_tensor({span}, t.dtype()), self.shape(), self.strides(), self.storage_offset());
+    copy_into(own, t);
+    set_tangent(self, own);
     return;
   }
   // a view: the same view of the base's tangent, laid out as the base is (made as zeros if none)
@@ -269,6 +274,10 @@ Tensor positions_in_base(const Tensor& v, const Tensor& b) {
 void view_of_current_base(const Tensor& self, const Tensor& b, const Tensor& idx) {
   Tensor v = detail::alias(b, self.shape(), self.strides(), self.storage_offset());
   // v = b.flatten()[idx]  =>  db = zeros like b with db.flatten()[idx] += dv
+  // Reverse mode only: self's tangent is already the same view of b's (v, which lends self its
+  // node, is dropped), and a tangent pushed here, in the middle of recording the op that reads
+  // self, would take that op's saved output (record.cpp)
+  detail::JvpPause no_tangent;
   record(v, "AsStridedBackward0", {b}, [idx, bshape = b.shape()](const Tensor& g) -> Grads {
     const Tensor flat = index_add(zeros({bshape.numel()}, g.dtype()), 0, reshape(idx, {-1}), reshape(g, {-1}));
     return {reshape(flat, bshape.vec())};
@@ -406,9 +415,17 @@ void detail::refresh_view(const Tensor& v) {
 // another layout (x.add_(x.t()) would otherwise read elements it has already written); self itself
 // (s *= s) as an alias with self's history, so the node the op records, which saves its operand,
 // does not hold self's new node in a cycle (the saved alias goes stale with the write, and backward
-// throws as PyTorch's does).
+// throws as PyTorch's does). In forward mode that alias carries self's tangent as it is before the
+// write, as a copy: the write updates self's tangent in place.
 static Tensor readable_operand(const Tensor& self, const Tensor& other) {
-  if (other.impl() == self.impl()) return value_before(self, false);
+  if (other.impl() == self.impl()) {
+    const Tensor before = value_before(self, false);
+    if (const Tensor t = detail::tangent_of(self); t.defined()) {
+      detail::JvpPause pause;
+      detail::set_tangent(before, clone(t));
+    }
+    return before;
+  }
   const bool same_view = other.storage_offset() == self.storage_offset() && other.shape() == self.shape() &&
                          other.strides() == self.strides();
   // A view's node keeps its base alive (view_base): an operand that is the base or another view of

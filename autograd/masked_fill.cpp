@@ -59,7 +59,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
   }
   if (detail::inplace_has_tangent(*this)) {
     // forward mode: dself = masked_fill(dself, mask, 0)
-    const Tensor t = ag::masked_fill(Tensor(impl()->fw_grad), mask, 0.0);
+    const Tensor t = ag::masked_fill(detail::tangent_of(*this), mask, 0.0);
     {
       detail::JvpPause pause;
       masked_fill_(mask, value);

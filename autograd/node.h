@@ -294,9 +294,16 @@ class JvpPause {
  private:
   bool prev_;
 };
+// View v's tangent when v has none of its own but its root base has one (not for a view marked
+// no_fw_view): the same view of the base's tangent, which v keeps from then on; else undefined.
+Tensor view_tangent_of_base(const Tensor& v);
 // t's tangent at the live level, or undefined (no level, or none: zero).
+// A view without a tangent of its own whose root base has one (given in place after the view was
+// taken) reads the same view of the base's tangent, as PyTorch does.
 inline Tensor tangent_of(const Tensor& t) {
-  return forward_ad_on() && t.defined() && t.impl()->fw_grad ? Tensor(t.impl()->fw_grad) : Tensor();
+  if (!forward_ad_on() || !t.defined()) return Tensor();
+  if (t.impl()->fw_grad) return Tensor(t.impl()->fw_grad);
+  return t.impl()->view_base ? view_tangent_of_base(t) : Tensor();
 }
 // Gives t the tangent `tangent` (t's shape) at the live level; leaving the level drops it.
 void set_tangent(const Tensor& t, const Tensor& tangent);

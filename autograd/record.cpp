@@ -114,7 +114,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   t_ = t.detach();
   // a saved tensor keeps its tangent, so a backward rule run with a dual level alive pushes it
   // (forward-over-reverse), as PyTorch's SavedVariable keeps the forward grad
-  if (t.impl()->fw_grad && detail::forward_ad_on()) detail::set_tangent(t_, Tensor(t.impl()->fw_grad));
+  if (const Tensor tangent = detail::tangent_of(t); tangent.defined()) detail::set_tangent(t_, tangent);
   if (is_output && detail::forward_ad_on()) g_saved_outputs.emplace_back(t.impl(), t_.impl_ptr());
   if (is_output || !t.requires_grad()) {
   } else if (!t.impl()->grad_fn) {
@@ -154,7 +154,12 @@ Tensor SavedTensor::get() const {
 }
 
 static bool tracks_grad(const Tensor* t) { return t->defined() && t->requires_grad(); }
-static bool carries_tangent(const Tensor* t) { return t->defined() && t->impl()->fw_grad; }
+// (a view without one of its own whose root base has one reads that: detail::tangent_of)
+static bool carries_tangent(const Tensor* t) {
+  if (!t->defined()) return false;
+  const TensorImpl& i = *t->impl();
+  return i.fw_grad || (i.view_base && i.view_base->fw_grad && !i.no_fw_view);
+}
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (g_grad_enabled)

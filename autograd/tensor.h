@@ -65,6 +65,9 @@ struct TensorImpl {
   // forward mode (forward_ad.h): the tangent this tensor carries at the live dual level, or null.
   // Leaving the level resets it; a missing tangent means zero.
   std::shared_ptr<TensorImpl> fw_grad;
+  // forward mode: a view that never takes its base's tangent (unpack_dual's primal); any other
+  // view without a tangent of its own reads the same view of its root base's tangent, if any
+  bool no_fw_view = false;
   // A view that is part of a graph remembers the storage version it was made at: if its base is
   // later modified in place, the view's history is stale and using it in a graph is an error.
   bool is_view = false;

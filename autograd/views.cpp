@@ -24,6 +24,7 @@ static Tensor make_view(const Tensor& t, Size shape, Strides strides, int64_t of
   v.impl()->is_view = true;
   v.impl()->view_version = t.impl()->storage->version;
   v.impl()->view_base = t.impl()->view_base ? t.impl()->view_base : t.impl_ptr();
+  v.impl()->no_fw_view = t.impl()->no_fw_view;  // a view of unpack_dual's primal reads no tangent either
   if (needs_grad(t)) record(v, name, {t}, std::move(fn), jvp);
   return v;
 }

@@ -149,62 +149,6 @@ static void BM_CrossEntropyForwardBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_CrossEntropyForwardBackward)->Arg(5)->Arg(1024);
 
-// ---- forward mode (issue 28): an MLP's loss, x (64, 128) -> tanh(x W1) W2 (128, 64) -> cross_entropy
-
-namespace {
-std::vector<Tensor> mlp_params() {
-  manual_seed(0);
-  return {rand({128, 128}) * 0.1, rand({128, 64}) * 0.1};
-}
-Tensor mlp_loss(const std::vector<Tensor>& p) {
-  static const Tensor x = rand({64, 128});
-  static const Tensor target = from_vector(std::vector<int64_t>(64, 3), {64});
-  return cross_entropy(matmul(tanh(matmul(x, p[0])), p[1]), target);
-}
-}  // namespace
-
-// arg 0: the plain forward; 1: the forward with one tangent (func::jvp: loss and J u)
-static void BM_ForwardModeMlpLoss(benchmark::State& state) {
-  const std::vector<Tensor> p = mlp_params();
-  const std::vector<Tensor> u{rand({128, 128}), rand({128, 64})};
-  for (auto _ : state) {
-    if (state.range(0) == 0) benchmark::DoNotOptimize(mlp_loss(p).item());
-    else benchmark::DoNotOptimize(func::jvp(mlp_loss, p, u).second.item());
-  }
-}
-BENCHMARK(BM_ForwardModeMlpLoss)->Arg(0)->Arg(1);
-
-// A Hessian-vector product of the MLP loss: arg 0 by the double-vjp trick (functional::hvp),
-// 1 forward-over-reverse (func::jvp of ag::grad)
-static void BM_HvpMlpLoss(benchmark::State& state) {
-  const std::vector<Tensor> p = mlp_params();
-  const std::vector<Tensor> v{rand({128, 128}), rand({128, 64})};
-  std::vector<Tensor> leaves;
-  for (const Tensor& t : p) leaves.push_back(t.detach().requires_grad_());
-  const func::Fn grad_w1 = [](const std::vector<Tensor>& xs) { return ag::grad({mlp_loss(xs)}, xs)[0]; };
-  for (auto _ : state) {
-    if (state.range(0) == 0) benchmark::DoNotOptimize(functional::hvp(mlp_loss, p, v).second[0].data_ptr<float>());
-    else benchmark::DoNotOptimize(func::jvp(grad_w1, leaves, v).second.data_ptr<float>());
-  }
-}
-BENCHMARK(BM_HvpMlpLoss)->Arg(0)->Arg(1);
-
-// The Jacobian of a tall function (8 inputs -> 256 outputs) and a wide one (256 -> 8): arg
-// {0: tall, 1: wide} x {0: jacfwd, 1: jacrev}. jacfwd should win on the tall one.
-static void BM_JacfwdVsJacrev(benchmark::State& state) {
-  manual_seed(0);
-  const bool wide = state.range(0) == 1;
-  const Tensor w = rand(wide ? std::vector<int64_t>{256, 8} : std::vector<int64_t>{8, 256});
-  const Tensor x = rand({wide ? 256 : 8});
-  const func::Fn f = [&w](const std::vector<Tensor>& in) { return tanh(matmul(in[0], w)); };
-  for (auto _ : state) {
-    if (state.range(1) == 0) benchmark::DoNotOptimize(func::jacfwd(f, {x})[0].data_ptr<float>());
-    else benchmark::DoNotOptimize(func::jacrev(f, {x})[0].data_ptr<float>());
-  }
-  state.SetLabel(std::string(wide ? "wide" : "tall") + (state.range(1) == 0 ? " jacfwd" : " jacrev"));
-}
-BENCHMARK(BM_JacfwdVsJacrev)->ArgsProduct({{0, 1}, {0, 1}});
-
 // The machine's fp32 FMA peak on one thread (fma_peak.h, the widest ISA this CPU runs), so every
 // report carries the ceiling beside the kernels above; counter: GFLOP/s
 static void BM_FmaPeak(benchmark::State& state) {

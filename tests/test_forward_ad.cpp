@@ -610,3 +610,162 @@ TEST(Func, ForwardOverReverseHvpEqualsFunctionalsHvp) {
     EXPECT_LE(max_abs_diff(hv, hv_ref[i]), 1e-12) << "input " << i;
   }
 }
+
+// ---- review fixes: each expected value by hand (or by reverse mode), checked against PyTorch
+// 1.13 where it agrees (x.mul_(x) is the one where PyTorch 1.13 reads the updated self and gives
+// dx (x² + x): ag gives the derivative of x², 2 x dx) ----
+
+TEST(ForwardAdReview, AnInPlaceOpWhoseOperandIsSelfKeepsBothTerms) {
+  DualLevel level;
+  const std::vector<double> p{1, 2, 3}, u{1, -1, 2};
+  auto dual = [&] { return make_dual(f64(p, {3}), f64(u, {3})); };
+  Tensor x = dual();
+  x.mul_(x);  // d(x²) = 2 x dx
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 4, 9}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{2, -4, 12}));
+  x = dual();
+  x += x;  // d(2x) = 2 dx
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{2, -2, 4}));
+  x = dual();
+  x.add_(x, 2.0);  // d(3x) = 3 dx
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{3, -3, 6}));
+  x = dual();
+  x.sub_(x);  // d(x - x) = 0
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  x = dual();
+  x.div_(x);  // d(x / x) = 0
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  // on a tensor in a graph too (a non-leaf that requires grad)
+  const Tensor q = f64(p, {3}).requires_grad_();
+  Tensor y = make_dual(q, f64(u, {3})) * 1.0;
+  y *= y;
+  EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{2, -4, 12}));
+}
+
+TEST(ForwardAdReview, AViewTakenBeforeItsBaseGotATangentReadsTheSameViewOfIt) {
+  DualLevel level;
+  Tensor b = zeros({3, 2}, kFloat64);
+  Tensor v = b.narrow(0, 0, 2);
+  const Tensor w = b.t();
+  const Tensor p = arange(0.0, 6.0, 1.0, kFloat64).view({3, 2});
+  const Tensor u = arange(0.0, 6.0, 1.0, kFloat64).view({3, 2}) * 10.0 + 1.0;
+  b.copy_(make_dual(p, u));
+  EXPECT_EQ(unpack_dual(v).tangent.to_vector<double>(), (std::vector<double>{1, 11, 21, 31}));
+  EXPECT_EQ(unpack_dual(w).tangent.to_vector<double>(), (std::vector<double>{1, 21, 41, 11, 31, 51}));
+  // an op on the view pushes it: d exp(v) = exp(v) dv
+  const std::vector<double> e = unpack_dual(exp(v)).tangent.to_vector<double>();
+  const std::vector<double> want{1.0, std::exp(1.0) * 11, std::exp(2.0) * 21, std::exp(3.0) * 31};
+  ASSERT_EQ(e.size(), want.size());
+  for (std::size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(e[i], want[i], 1e-12 * std::abs(want[i]));
+  // an in-place op through the view updates the base's tangent
+  v.mul_(2.0);
+  EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{0, 2, 4, 6, 4, 5}));
+  EXPECT_EQ(unpack_dual(b).tangent.to_vector<double>(), (std::vector<double>{2, 22, 42, 62, 41, 51}));
+  EXPECT_EQ(unpack_dual(w).tangent.to_vector<double>(), (std::vector<double>{2, 42, 41, 22, 62, 51}));
+  // a view in a graph, taken before its base got a tangent by copy_: refreshed, then read
+  const Tensor q = f64({1, 2, 3, 4}, {2, 2}).requires_grad_();
+  Tensor c = q * 1.0;
+  const Tensor c0 = c[0];
+  c.copy_(make_dual(f64({0.5, 1, 1.5, 2}, {2, 2}), f64({1, 2, 3, 4}, {2, 2})));
+  const std::vector<double> ct = unpack_dual(exp(c0)).tangent.to_vector<double>();  // exp(c0) dc0
+  ASSERT_EQ(ct.size(), 2u);
+  EXPECT_NEAR(ct[0], std::exp(0.5) * 1, 1e-12);
+  EXPECT_NEAR(ct[1], std::exp(1.0) * 2, 1e-12);
+  // the primal unpack_dual gives (and views of it) still carry none
+  const Tensor y = exp(make_dual(p, u));
+  const Tensor primal = unpack_dual(y).primal;
+  EXPECT_FALSE(unpack_dual(primal).tangent.defined());
+  EXPECT_FALSE(unpack_dual(primal[0]).tangent.defined());
+  EXPECT_FALSE(unpack_dual(exp(primal)).tangent.defined());
+}
+
+TEST(ForwardAdReview, ATensorGivenATangentInPlaceOwnsIt) {
+  // x.copy_(y) gives x y's tangent as a copy: a later write into x's tangent leaves y's alone
+  DualLevel level;
+  Tensor x = zeros({2}, kFloat64);
+  const Tensor y = make_dual(ones({2}, kFloat64), f64({3, 4}, {2}));
+  x.copy_(y);
+  x.mul_(2.0);
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{6, 8}));
+  EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{3, 4}));
+}
+
+TEST(ForwardAdReview, AViewRefreshedAfterItsBaseChangedInPlaceKeepsItsTangent) {
+  const Tensor p = f64({0.5, 1, 1.5, 2}, {2, 2}).requires_grad_();
+  const Tensor u = f64({1, 2, 3, 4}, {2, 2});
+  DualLevel level;
+  // b requires grad and carries a tangent; v = b[0]; b *= 2; then exp(v): v = 2 b0, dv = 2 u0
+  Tensor b = make_dual(p, u) * 1.0;
+  const Tensor v = b[0];
+  b.mul_(2.0);
+  const Tensor y = exp(v);
+  const std::vector<double> t = unpack_dual(y).tangent.to_vector<double>();
+  const std::vector<double> want_t{std::exp(1.0) * 2 * 1, std::exp(2.0) * 2 * 2};
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_NEAR(t[i], want_t[i], 1e-12 * want_t[i]);
+  // reverse mode through the refreshed view: d sum(exp(2 p0)) / dp = 2 exp(2 p0) on row 0, and
+  // its tangent (forward-over-reverse, exp's rule reading its saved output's tangent): 4 exp(2 p0) u0
+  const Tensor g = ag::grad({sum(y)}, {p}, {}, true, true)[0];
+  const std::vector<double> gv = g.to_vector<double>();
+  const std::vector<double> want_g{2 * std::exp(1.0), 2 * std::exp(2.0), 0, 0};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(gv[i], want_g[i], 1e-12 * (1 + want_g[i]));
+  ASSERT_TRUE(unpack_dual(g).tangent.defined());
+  const std::vector<double> gt = unpack_dual(g).tangent.to_vector<double>();
+  const std::vector<double> want_gt{4 * std::exp(1.0) * 1, 4 * std::exp(2.0) * 2, 0, 0};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(gt[i], want_gt[i], 1e-12 * (1 + want_gt[i]));
+  // fill_ / assignment through a view of a non-leaf dual that requires grad: zero tangent there
+  Tensor x = make_dual(p, u) * 1.0;
+  x[0].fill_(0.0);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 0, 1.5, 2}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0, 0, 3, 4}));
+  EXPECT_EQ(ag::grad({sum(x * x)}, {p})[0].to_vector<double>(), (std::vector<double>{0, 0, 3, 4}));  // 2 x, 0 where filled
+  Tensor z = make_dual(p, u) * 1.0;
+  z[1] = 0.0;
+  EXPECT_EQ(z.to_vector<double>(), (std::vector<double>{0.5, 1, 0, 0}));
+  EXPECT_EQ(unpack_dual(z).tangent.to_vector<double>(), (std::vector<double>{1, 2, 0, 0}));
+}
+
+TEST(ForwardAdReview, IndexPutPushesTheTangentOfWhatItWrites) {
+  using namespace ag::indexing;
+  DualLevel level;
+  const std::vector<double> p{1, 2, 3, 4, 5}, u{10, 20, 30, 40, 50};
+  const Tensor idx = from_vector(std::vector<int64_t>{3, 0, 3}, {3});
+  const Tensor vals = make_dual(f64({7, 8, 9}, {3}), f64({0.5, 0.25, 0.125}, {3}));
+  // x[idx] = vals: the last value aimed at a position wins, its tangent with it
+  Tensor x = make_dual(f64(p, {5}), f64(u, {5}));
+  x.index_put_({idx}, vals);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{8, 2, 3, 9, 5}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0.25, 20, 30, 0.125, 50}));
+  // accumulate: every value adds
+  x = make_dual(f64(p, {5}), f64(u, {5}));
+  x.index_put_({idx}, vals, true);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{9, 2, 3, 20, 5}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{10.25, 20, 30, 40.625, 50}));
+  // a self without a tangent: zero but where written
+  x = f64(p, {5});
+  x.index_put_({idx}, vals);
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{0.25, 0, 0, 0.125, 0}));
+  // x[idx] += v (index, add, write back)
+  x = make_dual(f64(p, {5}), f64(u, {5}));
+  x.index({from_vector(std::vector<int64_t>{2, 0}, {2})}) += make_dual(f64({7, 8}, {2}), f64({0.5, 0.25}, {2}));
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{9, 2, 10, 4, 5}));
+  EXPECT_EQ(unpack_dual(x).tangent.to_vector<double>(), (std::vector<double>{10.25, 20, 30.5, 40, 50}));
+  // a 2-d tensor indexed on its second dim; a value without a tangent over a dual self
+  const Tensor P = arange(0.0, 6.0, 1.0, kFloat64).view({2, 3}), U = P + 100.0;
+  Tensor m = make_dual(P.clone(), U.clone());
+  m.index({Slice(), from_vector(std::vector<int64_t>{2, 0}, {2})}) = make_dual(f64({-1, -2}, {2}), f64({1000, 2000}, {2}));
+  EXPECT_EQ(m.to_vector<double>(), (std::vector<double>{-2, 1, -1, -2, 4, -1}));
+  EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{2000, 101, 1000, 2000, 104, 1000}));
+  m = make_dual(P.clone(), U.clone());
+  m.index({from_vector(std::vector<double>{1, 0, 1, 0, 0, 1}, {2, 3}, kBool)}) = 0.0;
+  EXPECT_EQ(m.to_vector<double>(), (std::vector<double>{0, 1, 0, 3, 4, 0}));
+  EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{0, 101, 0, 103, 104, 0}));
+  // in a graph too: the reverse gradient of sum(x * x) after x[idx] = vals, w.r.t. the primal
+  const Tensor q = f64(p, {5}).requires_grad_();
+  Tensor xg = make_dual(q, f64(u, {5})) * 1.0;
+  xg.index_put_({idx}, vals);
+  EXPECT_EQ(unpack_dual(xg).tangent.to_vector<double>(), (std::vector<double>{0.25, 20, 30, 0.125, 50}));
+  EXPECT_EQ(ag::grad({sum(xg * xg)}, {q})[0].to_vector<double>(), (std::vector<double>{0, 4, 6, 0, 10}));
+}

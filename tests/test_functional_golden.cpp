@@ -1,5 +1,7 @@
-// ag::functional (hessian, jacobian, vjp, jvp, hvp, vhp) against torch.autograd.functional of
-// PyTorch 1.13 (tests/golden/higher_order_cases.txt, made by tools/golden/make_higher_order_golden.py).
+// ag::functional (hessian, jacobian, vjp, jvp, hvp, vhp) against torch.autograd.functional, and
+// forward mode (ag::forward_ad's tangents; ag::func's jvp, jacfwd and hessian; forward-over-reverse
+// Hessian-vector products) against torch.autograd.forward_ad and functorch, of PyTorch 1.13
+// (tests/golden/higher_order_cases.txt, made by tools/golden/make_higher_order_golden.py).
 // Each case names a function; its C++ twin below is written the same way as the Python one and
 // is keyed by the same name. Inputs, constants and v tensors come from the file (float64).
 #include <gtest/gtest.h>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/forward_ad.h"
+#include "autograd/func.h"
 #include "autograd/functional.h"
 #include "golden_io.h"
 
@@ -298,27 +302,8 @@ std::pair<Tensor, Tensors> run(const Case& c, const Tensors& ins, bool create_gr
   const Twin& twin = twins().at(c.fn);
   const functional::Fn fn = [&](const Tensors& x) { return twin(x, consts); };
   const Tensors vs = make_all(c.vs);
-  // The forward-mode cases by forward mode (ag::func on dual tensors, forward_ad.h); with
-  // create_graph, through the reverse-mode API below (the same numbers, with history).
-  const bool by_forward_mode = !create_graph && (c.kind == "fwd_jvp" || c.kind == "func_jvp" || c.kind == "jacfwd" ||
-                                                  c.kind == "func_hessian" || c.kind == "fwd_over_rev");
-  if (by_forward_mode && c.kind == "jacfwd") return {fn(ins).detach(), func::jacfwd(fn, ins)};
-  if (by_forward_mode && c.kind == "fwd_over_rev") {
-    Tensors hv;  // per input i: the jvp of the gradient's i-th part
-    for (std::size_t i = 0; i < ins.size(); ++i) {
-      Tensors leaves;
-      for (const Tensor& x : ins) leaves.push_back(x.detach().requires_grad_());
-      const auto grad_i = [&](const Tensors& xs) { return grad({fn(xs)}, xs)[i]; };
-      hv.push_back(func::jvp(grad_i, leaves, vs).second.detach());
-    }
-    return {fn(ins).detach(), hv};
-  }
-  if (by_forward_mode && c.kind != "func_hessian") {
-    auto [y, t] = func::jvp(fn, ins, vs);
-    return {y.detach(), {t.detach()}};
-  }
   if (c.kind == "hessian" || c.kind == "func_hessian") {
-    auto h = by_forward_mode ? func::hessian(fn, ins) : functional::hessian(fn, ins, create_graph);
+    auto h = c.kind == "hessian" ? functional::hessian(fn, ins, create_graph) : func::hessian(fn, ins);
     EXPECT_EQ(h.size(), ins.size()) << c.label() << ": hessian rows";
     Tensors flat;
     for (const auto& row : h) {
@@ -330,10 +315,32 @@ std::pair<Tensor, Tensors> run(const Case& c, const Tensors& ins, bool create_gr
   if (c.kind == "jacobian") return {fn(ins).detach(), functional::jacobian(fn, ins, create_graph)};
   if (c.kind == "vjp") return functional::vjp(fn, ins, vs.empty() ? Tensor() : vs[0], create_graph);
   if (c.kind == "jvp") return functional::jvp(fn, ins, vs, create_graph);
-  if (c.kind == "hvp" || c.kind == "fwd_over_rev") return functional::hvp(fn, ins, vs, create_graph);
+  if (c.kind == "hvp") return functional::hvp(fn, ins, vs, create_graph);
   if (c.kind == "vhp") return functional::vhp(fn, ins, vs, create_graph);
-  if (c.kind == "fwd_jvp" || c.kind == "func_jvp") return functional::jvp(fn, ins, vs, create_graph);
-  if (c.kind == "jacfwd") return {fn(ins).detach(), functional::jacobian(fn, ins, create_graph)};
+  // forward mode
+  if (c.kind == "fwd_jvp") {  // torch.autograd.forward_ad: dual inputs, the output's tangent
+    forward_ad::DualLevel level;
+    Tensors duals;
+    for (std::size_t i = 0; i < ins.size(); ++i) duals.push_back(forward_ad::make_dual(ins[i], vs[i]));
+    const forward_ad::UnpackedDual y = forward_ad::unpack_dual(fn(duals));
+    EXPECT_TRUE(y.tangent.defined()) << c.label() << ": no tangent";
+    return {y.primal, {y.tangent}};
+  }
+  if (c.kind == "func_jvp") {
+    auto [y, t] = func::jvp(fn, ins, vs);
+    return {y, {t}};
+  }
+  if (c.kind == "jacfwd") return {fn(ins).detach(), func::jacfwd(fn, ins)};
+  if (c.kind == "fwd_over_rev") {  // the jvp of the gradient
+    Tensors hv;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      const functional::Fn grad_i = [&](const Tensors& x) { return grad({fn(x)}, x, {}, std::nullopt, create_graph)[i]; };
+      Tensors at;
+      for (const Tensor& x : ins) at.push_back(x.detach().requires_grad_());
+      hv.push_back(func::jvp(grad_i, at, vs).second);
+    }
+    return {fn(ins).detach(), hv};
+  }
   ADD_FAILURE() << c.label() << ": unknown kind";
   return {};
 }

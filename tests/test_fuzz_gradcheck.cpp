@@ -3,8 +3,9 @@
 // size-1 and broadcast dims, transposed inputs, nodes reused on several paths and gathers with
 // repeated indices; each graph is checked with float64 gradcheck. A failure prints the seed and
 // the graph, and AG_FUZZ_SEED=<seed> replays just that graph; AG_FUZZ_COUNT=<n> checks n graphs
-// instead of 2,000; the second-order run (gradgradcheck, 500 graphs) takes AG_FUZZ_COUNT2, and
-// the forward-mode run (gradcheck with check_forward_ad, 1,000 graphs) AG_FUZZ_COUNT3.
+// instead of 2,000; the second-order runs (gradgradcheck, 500 graphs, reverse over reverse and
+// forward over reverse) take AG_FUZZ_COUNT2, the forward-mode run (1,000 graphs, forward against
+// reverse) AG_FUZZ_COUNT3, and gradcheck with check_forward_ad (1,000 graphs) AG_FUZZ_COUNT4.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -194,10 +195,49 @@ TEST(FuzzGradcheck, FiveHundredRandomGraphsPassGradgradcheck) {
   });
 }
 
+// Forward mode: for random u (one per input) and v (the output's shape), ⟨v, J u⟩ with J u from
+// one forward pass over dual inputs equals ⟨Jᵀ v, u⟩ with Jᵀ v from reverse mode (other seeds
+// again). Both are the same directional derivative, computed by different rules: every jvp rule
+// the graph reaches is checked against the backward rules gradcheck has checked above.
+TEST(FuzzGradcheck, ThousandRandomGraphsAgreeInBothModes) {
+  fuzz(2000000, 1000, "AG_FUZZ_COUNT3", [](const Graph& g) {
+    manual_seed(11);
+    std::vector<Tensor> us;
+    for (const Tensor& x : g.inputs) us.push_back(randn_like(x));
+    const Tensor y = g.fn(g.inputs);
+    const Tensor v = randn_like(y.detach());
+    double fwd = 0;
+    {
+      forward_ad::DualLevel level;
+      std::vector<Tensor> duals;
+      for (std::size_t i = 0; i < us.size(); ++i) duals.push_back(forward_ad::make_dual(g.inputs[i].detach(), us[i]));
+      const Tensor ju = forward_ad::unpack_dual(g.fn(duals)).tangent;  // undefined: J u = 0
+      if (ju.defined()) fwd = sum(ju * v).item<double>();
+    }
+    double rev = 0, scale = 1;
+    const std::vector<Tensor> gs = grad({y}, g.inputs, {v}, std::nullopt, false, /*allow_unused=*/true);
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      if (!gs[i].defined()) continue;
+      rev += sum(gs[i] * us[i]).item<double>();
+      scale += sum(abs(gs[i] * us[i])).item<double>();
+    }
+    GradcheckResult r;
+    r.max_error = std::abs(fwd - rev);
+    r.ok = r.max_error <= 1e-12 * scale;
+    if (!r.ok) {
+      std::ostringstream os;
+      os.precision(17);
+      os << "<v, J u> by forward mode " << fwd << " but <J^T v, u> by reverse mode " << rev << "\n";
+      r.message = os.str();
+    }
+    return r;
+  });
+}
+
 // Forward mode: the Jacobian by forward mode (one jvp per input element, gradcheck's
 // check_forward_ad) against finite differences, on other seeds again.
 TEST(FuzzGradcheck, OneThousandRandomGraphsPassGradcheckInForwardMode) {
-  fuzz(2000000, 1000, "AG_FUZZ_COUNT3", [](const Graph& g) {
+  fuzz(4000000, 1000, "AG_FUZZ_COUNT4", [](const Graph& g) {
     GradcheckOptions forward_only;
     forward_only.check_forward_ad = true;
     forward_only.check_backward_ad = false;

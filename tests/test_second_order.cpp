@@ -19,6 +19,21 @@ namespace {
 using nlohmann::json;
 
 constexpr double kRtol = 1e-9, kAtol = 1e-14;
+// Hessian-free Newton: 20 conjugate-gradient iterations a step on a nonconvex loss amplify the
+// last-bit differences of float64 sums (tanh and reductions vectorized otherwise in PyTorch) by
+// about 10x a step: 2e-10 relative at step 7, 8e-6 at step 12. Its first 8 steps are held to
+// 1e-8, the rest to 1e-3, with room for other CPUs' BLAS kernels (that every step keeps or lowers
+// the loss is tested on its own).
+constexpr double kHfEarlyRtol = 1e-8, kHfLateRtol = 1e-3;
+constexpr int kHfEarlySteps = 8;
+
+double rtol_at(const std::string& at) {
+  const std::string prefix = "$.hessian_free.";
+  if (at.rfind(prefix, 0) != 0) return kRtol;
+  const std::string steps = prefix + "steps[";
+  if (at.rfind(steps, 0) == 0 && std::stoi(at.substr(steps.size())) < kHfEarlySteps) return kHfEarlyRtol;
+  return kHfLateRtol;  // the later steps and the final parameters
+}
 
 const json& example_output() {
   static const json j = [] {
@@ -65,7 +80,7 @@ struct Compare {
       const double diff = std::abs(x - y);
       if (diff > worst_abs) worst_abs = diff, worst_abs_at = at;
       if (std::abs(y) >= 1e-6 && diff / std::abs(y) > worst_rel) worst_rel = diff / std::abs(y), worst_rel_at = at;
-      if (!(diff <= kAtol + kRtol * std::abs(y))) {
+      if (!(diff <= kAtol + rtol_at(at) * std::abs(y))) {
         ++bad;
         ADD_FAILURE() << at << ": ag " << a.dump() << " vs PyTorch " << b.dump() << " (difference " << diff << ")";
       }
@@ -78,7 +93,8 @@ TEST(SecondOrderExample, EveryNumberMatchesThePyTorchReference) {
   c(example_output(), golden(), "$");
   std::printf("%d numbers compared; worst absolute difference %.3g (%s), worst relative %.3g (%s)\n", c.numbers,
               c.worst_abs, c.worst_abs_at.c_str(), c.worst_rel, c.worst_rel_at.c_str());
-  EXPECT_GT(c.numbers, 200);  // newton (6 steps x 3 + w + b) and two critic runs of 25 steps x 5
+  EXPECT_GT(c.numbers, 300);  // newton (6 steps x 3 + w + b), two critic runs of 25 steps x 5, and
+                              // Hessian-free Newton (16 steps x 4 + 33 parameters)
   EXPECT_EQ(c.bad, 0);
 }
 
@@ -115,6 +131,28 @@ TEST(SecondOrderExample, GradientPenaltyPullsTheCriticsGradientNormTowardsOne) {
   EXPECT_LT(end_gp, 0.1);     // the penalty brings it to about 1
   EXPECT_GT(end_no_gp, 1.0);  // without it the gradient norm runs away
   EXPECT_LT(gp.back().at("penalty").get<double>(), 0.1 * gp.front().at("penalty").get<double>());
+}
+
+// (c): every step keeps the loss or lowers it (a step that would raise it is refused, and the
+// damping grows), and the forward-over-reverse Newton steps take the loss far down.
+TEST(SecondOrderExample, HessianFreeNewtonLowersTheLossWithForwardOverReverseProducts) {
+  const json& steps = example_output().at("hessian_free").at("steps");
+  ASSERT_GE(steps.size(), 10u);
+  int refused = 0;
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    const double loss = steps[i].at("loss").get<double>(), prev = steps[i - 1].at("loss").get<double>();
+    EXPECT_LE(loss, prev) << "step " << i;
+    const double damping = steps[i].at("damping").get<double>(), prev_damping = steps[i - 1].at("damping").get<double>();
+    if (loss == prev) {
+      ++refused;
+      EXPECT_EQ(damping, 4 * prev_damping) << "step " << i << ": a refused step damps more";
+    } else {
+      EXPECT_EQ(damping, prev_damping / 2) << "step " << i << ": an accepted step damps less";
+    }
+  }
+  const double first = steps.front().at("loss").get<double>(), last = steps.back().at("loss").get<double>();
+  std::printf("Hessian-free Newton: loss %.4f -> %.4f in %zu steps (%d refused)\n", first, last, steps.size() - 1, refused);
+  EXPECT_LT(last, 0.05 * first);
 }
 
 TEST(SecondOrderExample, BadArgumentGivesOneLineAndNonZeroExit) {
