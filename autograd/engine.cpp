@@ -67,7 +67,7 @@ namespace {
 std::vector<Tensor> detached(const std::vector<Tensor>& given, bool create_graph) {
   std::vector<Tensor> grads = given;
   for (Tensor& g : grads)
-    if (!create_graph && g.defined() && (g.requires_grad() || g.impl()->view_base)) g = g.detach();
+    if (!create_graph && g.defined() && (g.requires_grad() || g.impl()->view_base)) g = detail::detach_keeping_tangent(g);
   return grads;
 }
 

@@ -112,4 +112,8 @@ class RunningNode {
   const std::shared_ptr<Node>* prev_;
 };
 
+// A given gradient without its history (detach), keeping the tangent it carries at the live dual
+// level: forward-over-reverse through a backward pass that records no graph (forward_ad.cpp).
+Tensor detach_keeping_tangent(const Tensor& g);
+
 }  // namespace ag::detail

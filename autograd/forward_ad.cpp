@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "autograd/engine_task.h"
 #include "autograd/kernels/common.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -34,6 +35,12 @@ void detail::set_tangent(const Tensor& t, const Tensor& tangent) {
     std::erase_if(g_with_tangent, [](const std::weak_ptr<TensorImpl>& w) { return w.expired(); });
     g_prune_at = std::max<std::size_t>(1024, 2 * g_with_tangent.size());
   }
+}
+
+Tensor detail::detach_keeping_tangent(const Tensor& g) {
+  Tensor d = g.detach();
+  if (const Tensor t = tangent_of(g); t.defined()) set_tangent(d, t);
+  return d;
 }
 
 Tensor detail::view_tangent_of_base(const Tensor& v) {

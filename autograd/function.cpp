@@ -29,6 +29,7 @@ void IValue::wrong_kind(const char* expected) const {
 void AutogradContext::save_for_backward(std::vector<Tensor> to_save) { to_save_ = std::move(to_save); }
 
 std::vector<Tensor> AutogradContext::get_saved_variables() const {
+  if (in_jvp_) return for_forward_;
   std::vector<Tensor> out;
   out.reserve(saved_.size());
   for (const SavedTensor& s : saved_) out.push_back(s.get());
@@ -162,11 +163,12 @@ struct CustomNodeBackward {
 
 }  // namespace
 
-void CustomCall::begin(const char* name) {
+void CustomCall::begin(const char* name, bool has_jvp) {
   ctx->name_ = name;
-  recording = needs_grad(inputs);
-  // forward mode: a Function has no jvp (yet), so a dual input is PyTorch's error, never a dropped tangent
-  if (recording && detail::forward_ad_on())
+  // a node only for inputs that require grad (needs_grad is also true for a dual input)
+  recording = grad_enabled() && std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && t.requires_grad(); });
+  // forward mode: a Function without jvp refuses a dual input, rather than drop its tangent
+  if (!has_jvp && detail::forward_ad_on())
     for (const Tensor& t : inputs)
       if (detail::tangent_of(t).defined()) {
         throw std::runtime_error("[" + std::string(name) + "] You must implement the jvp function for custom "
@@ -276,6 +278,46 @@ std::vector<Tensor> CustomCall::finish(const char* name, std::vector<Tensor> out
     }
   }
   return outs;
+}
+
+void CustomCall::push_tangents(std::vector<Tensor>& outs, CustomBackward jvp) {
+  std::vector<Tensor> tangents;
+  bool any = false;
+  for (const Tensor& t : inputs) {
+    Tensor d = tangent_of(t);
+    any = any || d.defined();
+    if (!d.defined() && t.defined() && ctx->materialize_grads_ && t.is_floating_point()) d = zeros_like(t);
+    tangents.push_back(std::move(d));
+  }
+  if (!any) return;
+  std::vector<Tensor> result;
+  {
+    JvpPause pause;  // the jvp's own ops push no tangent
+    ctx->in_jvp_ = true;
+    try {
+      result = jvp(ctx.get(), std::move(tangents));
+    } catch (...) {
+      ctx->in_jvp_ = false;
+      throw;
+    }
+    ctx->in_jvp_ = false;
+  }
+  ctx->for_forward_.clear();
+  const std::string fn = std::string("[").append(ctx->name_).append("] ");
+  if (result.size() != outs.size()) {
+    throw std::runtime_error(fn + "jvp returned " + std::to_string(result.size()) + " tangents for " +
+                             std::to_string(outs.size()) + " outputs");
+  }
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    if (!result[k].defined() || !outs[k].defined()) continue;
+    if (result[k].shape() != outs[k].shape()) {
+      throw std::runtime_error(fn + "jvp returned a tangent of shape " + result[k].shape().str() + " for output " +
+                               std::to_string(k) + " of shape " + outs[k].shape().str());
+    }
+    bool shared = false;  // a tangent returned as it came (an identity) gets a copy of its own
+    for (const Tensor& in : inputs) shared = shared || (in.defined() && in.impl()->fw_grad && in.impl()->fw_grad == result[k].impl_ptr());
+    set_tangent(outs[k], shared ? clone(result[k]) : result[k]);
+  }
 }
 
 }  // namespace detail

@@ -24,6 +24,13 @@
 // argument that is not a Tensor or needs no gradient (extra undefined ones at the end are
 // ignored). Written in ag ops, backward is differentiable again: with create_graph the engine runs
 // it with grad mode on and it records its own graph, so gradgradcheck works on a custom Function.
+//
+// Forward mode (forward_ad.h), as Python's autograd.Function.jvp: an optional
+//     static std::vector<Tensor> jvp(AutogradContext* ctx, std::vector<Tensor> grad_inputs)
+// gets one tangent per Tensor input (zeros where an input has none; undefined with
+// set_materialize_grads(false)) and returns one per output; ctx->save_for_forward({...}) in
+// forward keeps what it needs, read back there with ctx->get_saved_variables(). A dual input
+// reaching a Function without jvp is PyTorch's error ("You must implement the jvp function ...").
 #pragma once
 
 #include <cstddef>
@@ -107,7 +114,10 @@ struct AutogradContext {
   // undefined). Saved when forward returns: an output is kept without a reference cycle, and
   // get_saved_variables() throws if any of them is modified in place after that.
   void save_for_backward(std::vector<Tensor> to_save);
+  // In backward: what save_for_backward saved. In jvp: what save_for_forward saved.
   std::vector<Tensor> get_saved_variables() const;
+  // Tensors jvp will need (forward mode), kept as they are.
+  void save_for_forward(std::vector<Tensor> to_save) { for_forward_ = std::move(to_save); }
   // Outputs that have no gradient (indices, masks): they come out with requires_grad false and
   // no grad_fn, and backward gets zeros for them. Outputs of an integer or bool dtype are never
   // differentiable, as in PyTorch.
@@ -127,6 +137,8 @@ struct AutogradContext {
   std::string_view name_;  // the node's name, for errors
   std::vector<Tensor> to_save_;
   std::vector<SavedTensor> saved_;
+  std::vector<Tensor> for_forward_;
+  bool in_jvp_ = false;
   std::vector<const TensorImpl*> non_differentiable_, dirty_;
   std::vector<bool> needs_input_grad_;
   bool materialize_grads_ = true;
@@ -162,8 +174,11 @@ struct CustomCall {
   void add(const A&) {
     is_tensor.push_back(false);
   }
-  // Before forward: whether a node will be recorded, and needs_input_grad.
-  void begin(const char* name);
+  // Before forward: whether a node will be recorded, and needs_input_grad; with a dual input,
+  // PyTorch's error unless the Function has a jvp.
+  void begin(const char* name, bool has_jvp);
+  // After finish, with a dual level alive: the outputs' tangents by the Function's jvp.
+  void push_tangents(std::vector<Tensor>& outputs, CustomBackward jvp);
   // After forward: outputs made safe to attach (an input or a tensor with history returned as
   // is becomes an alias), the node recorded, the saved tensors saved. Returns the outputs.
   std::vector<Tensor> finish(const char* name, std::vector<Tensor> outputs, CustomBackward backward);
@@ -187,17 +202,21 @@ struct Function {
                   "ag::Function: forward must return a Tensor or a std::vector<Tensor>");
     detail::CustomCall call;
     (add_arg(call, args), ...);
-    call.begin(name());
+    constexpr bool has_jvp = requires(AutogradContext* c, std::vector<Tensor> t) { T::jvp(c, t); };
+    call.begin(name(), has_jvp);
     Out out;
     {
       NoGradGuard no_grad;
       out = T::forward(call.ctx.get(), std::forward<Args>(args)...);
     }
-    if constexpr (std::is_same_v<Out, Tensor>) {
-      return call.finish(name(), {std::move(out)}, &run_backward)[0];
-    } else {
-      return call.finish(name(), std::move(out), &run_backward);
+    std::vector<Tensor> outs;
+    if constexpr (std::is_same_v<Out, Tensor>) outs = call.finish(name(), {std::move(out)}, &run_backward);
+    else outs = call.finish(name(), std::move(out), &run_backward);
+    if constexpr (has_jvp) {
+      if (detail::forward_ad_on()) call.push_tangents(outs, &run_jvp);
     }
+    if constexpr (std::is_same_v<Out, Tensor>) return outs[0];
+    else return outs;
   }
 
  private:
@@ -211,6 +230,17 @@ struct Function {
   static void add_arg(detail::CustomCall& call, const A& a) {
     if constexpr (detail::is_tensor_arg<A>::value) call.add(static_cast<const Tensor&>(a));
     else call.add(a);
+  }
+  static std::vector<Tensor> run_jvp(AutogradContext* ctx, std::vector<Tensor> grad_inputs) {
+    if constexpr (requires(AutogradContext* c, std::vector<Tensor> t) { T::jvp(c, t); }) {
+      if constexpr (std::is_same_v<decltype(T::jvp(ctx, std::move(grad_inputs))), Tensor>) {
+        return {T::jvp(ctx, std::move(grad_inputs))};
+      } else {
+        return T::jvp(ctx, std::move(grad_inputs));
+      }
+    } else {
+      return {};
+    }
   }
   static std::vector<Tensor> run_backward(AutogradContext* ctx, std::vector<Tensor> grad_outputs) {
     if constexpr (std::is_same_v<decltype(T::backward(ctx, std::move(grad_outputs))), Tensor>) {

@@ -291,7 +291,8 @@ Tensor index_impl(const Tensor& x, const std::vector<TensorIndex>& ix) {
   if (p.view.numel() == 0) {  // an empty result; the gradient of nothing is zeros
     Tensor out = zeros(result_shape(a).vec(), x.dtype());
     if (needs_grad(x))
-      record(out, "IndexBackward0", {x}, [s = x.shape()](const Tensor& g) -> Grads { return {zeros(s.vec(), g.dtype())}; });
+      record(out, "IndexBackward0", {x}, [s = x.shape()](const Tensor& g) -> Grads { return {zeros(s.vec(), g.dtype())}; },
+             [&](const Tangents& d) { return zeros_like(out, d[0].dtype()); });  // jvp: an empty result's tangent
     return out;
   }
   // y = index_select(flat rows, 0, positions), then laid out as (B, rest) or (before, B, after)

@@ -109,6 +109,12 @@ static void check_broadcastable_into(const Tensor& dst, const Tensor& src, const
 namespace {
 Tensor value_before(const Tensor& self, bool copy);
 
+// The jvp of the nodes that give an in-place op's `self` (or a view refreshed after its base was
+// written) a new history: none, as the tensor keeps the tangent it has (set_inplace_tangent wrote
+// it, or it is a view of its base's tangent), and these nodes' outputs are aliases whose history
+// alone the tensor takes.
+const auto kKeepsItsTangent = [](const Tangents&) { return Tensor(); };
+
 // After an in-place write: self takes the history `from` was just given (its grad_fn and output
 // index), and a gradient self retains follows it to the new node, as in PyTorch.
 void take_history(const Tensor& self, const Tensor& from) {
@@ -137,9 +143,9 @@ void record_overwrite(Tensor& self, const Tensor& src, const char* name) {
   if (src.defined()) {
     record(out, name, {before, src}, [ss = src.shape(), st = src.dtype()](const Tensor& g) -> Grads {
       return {zeros_like(g), sum_to(g, ss).to(st)};
-    });
+    }, kKeepsItsTangent);
   } else {
-    record(out, name, {before}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+    record(out, name, {before}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; }, kKeepsItsTangent);
   }
   take_history(self, out);
 }
@@ -275,7 +281,7 @@ void view_of_current_base(const Tensor& self, const Tensor& b, const Tensor& idx
   record(v, "AsStridedBackward0", {b}, [idx, bshape = b.shape()](const Tensor& g) -> Grads {
     const Tensor flat = index_add(zeros({bshape.numel()}, g.dtype()), 0, reshape(idx, {-1}), reshape(g, {-1}));
     return {reshape(flat, bshape.vec())};
-  });
+  }, kKeepsItsTangent);
   take_history(self, v);
   self.impl()->view_version = self.impl()->storage->version;
 }
@@ -299,7 +305,7 @@ void write_through_view(const Tensor& self, const Tensor& b, const Tensor& r, co
   // b = b_old with b.flatten()[idx] = r  =>  db_old = g * keep,  dr = g.flatten()[idx]
   record(nb, "CopySlices", {b_old, r}, [idx, keep, vshape = self.shape()](const Tensor& g) -> Grads {
     return {mul(g, keep), reshape(index_select(reshape(g, {-1}), 0, reshape(idx, {-1})), vshape.vec())};
-  });
+  }, kKeepsItsTangent);
   take_history(b, nb);
   view_of_current_base(self, b, idx);
 }

@@ -340,7 +340,6 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
 void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differentiable, const char* name,
                   const std::vector<Tensor>& inputs, MultiBackwardFn fn) {
   if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
-  if (detail::forward_ad_on()) detail::push_tangent(outs[0], name, inputs.data(), inputs.size(), {});  // no jvp: throws on a dual
   auto node = make_node(name, inputs.data(), inputs.size());
   take_saved_flag();
   node->saves_tensors = true;  // a custom Function's ctx may hold anything: freed after backward

@@ -195,6 +195,23 @@ TEST(ForwardAD, InPlaceOpsOnDualsUpdateTheTangent) {
   EXPECT_EQ(unpack_dual(m).tangent.to_vector<double>(), (std::vector<double>{0, 9, 0}));
 }
 
+TEST(ForwardAD, AnInPlaceOpOnAViewOfADualInAGraphKeepsBothModes) {
+  // b = 3 x is in a graph and dual; v = b[0] written in place (CopySlices on b), then used
+  const Tensor p = f64({0.1, 0.2, 0.3, 0.4}, {2, 2}).requires_grad_();
+  DualLevel level;
+  const Tensor b = make_dual(p, ones_like(p)) * 3.0;
+  const Tensor w = b.t();  // a view taken before the write: its history is refreshed when used
+  Tensor v = b[0];
+  v.mul_(2.0);
+  const Tensor y = sum(v * v);
+  // v = 6 p[0], y = 36 sum(p[0]^2): dy = 72 sum(p[0] u[0]) with u = 1, dy/dp[0] = 72 p[0]
+  EXPECT_NEAR(unpack_dual(y).tangent.item(), 72 * 0.3, 1e-12);
+  const Tensor z = sum(w * w);  // AsStridedBackward0 on w; w keeps the view of b's tangent
+  EXPECT_NEAR(unpack_dual(z).tangent.item(), 72 * 0.3 + 18 * 0.7, 1e-12);
+  EXPECT_EQ(unpack_dual(b).tangent.to_vector<double>(), (std::vector<double>{6, 6, 3, 3}));  // b's tangent, through v
+  EXPECT_NEAR(ag::grad({y}, {p})[0].to_vector<double>()[0], 72 * 0.1, 1e-12);
+}
+
 TEST(ForwardAD, AnOpWithoutAJvpRuleThrowsRatherThanDropTheTangent) {
   DualLevel level;
   const Tensor x = make_dual(f64({0.2, 0.7}, {2}), f64({1, 1}, {2}));
@@ -216,6 +233,35 @@ TEST(ForwardAD, ACustomFunctionWithoutJvpThrowsPyTorchsError) {
       << e;
 }
 
+TEST(ForwardAD, ACustomFunctionWithJvpPushesItsTangent) {
+  // y = (5 x^3 - 3 x) / 2  =>  dy = dx 3/2 (5 x^2 - 1); x kept for jvp with save_for_forward
+  struct Legendre3 : public Function<Legendre3> {
+    static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+      ctx->save_for_backward({x});
+      ctx->save_for_forward({x});
+      return (pow(x, 3.0) * 5.0 - x * 3.0) * 0.5;
+    }
+    static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+      const Tensor x = ctx->get_saved_variables()[0];
+      return {g[0] * (x * x * 5.0 - 1.0) * 1.5};
+    }
+    static std::vector<Tensor> jvp(AutogradContext* ctx, std::vector<Tensor> dx) {
+      const Tensor x = ctx->get_saved_variables()[0];
+      return {dx[0] * (x * x * 5.0 - 1.0) * 1.5};
+    }
+  };
+  const Tensor p = f64({0.5, -1.0, 2.0}, {3}).requires_grad_();
+  {
+    DualLevel level;
+    const Tensor y = Legendre3::apply(make_dual(p, f64({1, 2, -1}, {3})));
+    EXPECT_EQ(unpack_dual(y).tangent.to_vector<double>(), (std::vector<double>{1.5 * 0.25, 2 * 1.5 * 4, -1.5 * 19}));
+    EXPECT_EQ(y.grad_fn()->name(), "Legendre3Backward");  // reverse mode as before
+  }
+  // jacfwd through it equals the Jacobian by reverse mode
+  const func::Fn f = [](const std::vector<Tensor>& x) { return Legendre3::apply(x[0]); };
+  EXPECT_LE(max_abs_diff(func::jacfwd(f, {p})[0], functional::jacobian(f, {p})[0]), 1e-15);
+}
+
 TEST(ForwardAD, ReverseOverForwardDifferentiatesTheTangent) {
   // y = sum(x^3), tangent u: dy = sum(3 x^2 u); d(dy)/dx = 6 x u
   const Tensor p = f64({1, 2, 3}, {3}).requires_grad_();
@@ -228,6 +274,62 @@ TEST(ForwardAD, ReverseOverForwardDifferentiatesTheTangent) {
   ASSERT_TRUE(t.requires_grad());
   const Tensor g = ag::grad({t}, {p})[0];
   EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{6, -12, 36}));
+}
+
+// ---- gradcheck with check_forward_ad ----
+
+namespace {
+// y = x^2 with a correct backward and a jvp that is wrong on purpose (dy = dx x)
+struct WrongJvp : public Function<WrongJvp> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    ctx->save_for_forward({x});
+    return x * x;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    return {g[0] * ctx->get_saved_variables()[0] * 2.0};
+  }
+  static std::vector<Tensor> jvp(AutogradContext* ctx, std::vector<Tensor> dx) { return {dx[0] * ctx->get_saved_variables()[0]}; }
+};
+}  // namespace
+
+TEST(GradcheckForwardAD, ChecksTheJacobianByForwardModeToo) {
+  const Tensor x = f64({0.5, -1.0, 2.0}, {3}).requires_grad_(), y = f64({1.5, 0.3, -0.7}, {3}).requires_grad_();
+  const GradcheckFn smooth = [](const std::vector<Tensor>& in) { return sin(in[0]) * exp(in[1]) + softmax(in[0] * in[1], 0); };
+  GradcheckOptions both;
+  both.check_forward_ad = true;
+  EXPECT_TRUE(gradcheck_result(smooth, {x, y}, both).ok);
+  GradcheckOptions fast = both;
+  fast.fast_mode = true;
+  EXPECT_TRUE(gradcheck_result(smooth, {x, y}, fast).ok);
+  // a wrong jvp: reverse mode alone passes, forward mode names the mismatch
+  const GradcheckFn wrong = [](const std::vector<Tensor>& in) { return WrongJvp::apply(in[0]); };
+  EXPECT_TRUE(gradcheck_result(wrong, {x}, GradcheckOptions{}).ok);
+  const GradcheckResult r = gradcheck_result(wrong, {x}, both);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.message.find("Jacobian computed with forward mode mismatch for output element 0 with respect to input 0"),
+            std::string::npos)
+      << r.message;
+  const GradcheckResult rf = gradcheck_result(wrong, {x}, fast);
+  EXPECT_FALSE(rf.ok);
+  EXPECT_NE(rf.message.find("computed with forward mode"), std::string::npos) << rf.message;
+  GradcheckOptions neither;
+  neither.check_backward_ad = false;
+  EXPECT_EQ(error_of([&] { gradcheck(smooth, {x, y}, neither); }),
+            "[gradcheck] Expected at least one of check_forward_ad or check_backward_ad to be True");
+}
+
+TEST(GradcheckForwardAD, GradgradcheckChecksForwardOverReverse) {
+  const Tensor x = f64({0.5, -1.0, 2.0}, {3}).requires_grad_(), y = f64({1.5, 0.3, -0.7}, {3}).requires_grad_();
+  const GradcheckFn smooth = [](const std::vector<Tensor>& in) { return sin(in[0]) * exp(in[1]) + softmax(in[0] * in[1], 0); };
+  GradgradcheckOptions o;
+  o.check_fwd_over_rev = true;
+  EXPECT_TRUE(gradgradcheck_result(smooth, {x, y}, {}, o).ok);
+  o.check_rev_over_rev = false;
+  EXPECT_TRUE(gradgradcheck_result(smooth, {x, y}, {}, o).ok);
+  o.check_fwd_over_rev = false;
+  EXPECT_EQ(error_of([&] { gradgradcheck(smooth, {x, y}, {}, o); }),
+            "[gradgradcheck] Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True");
 }
 
 // ---- every op of the op table ----

@@ -3,8 +3,9 @@
 // size-1 and broadcast dims, transposed inputs, nodes reused on several paths and gathers with
 // repeated indices; each graph is checked with float64 gradcheck. A failure prints the seed and
 // the graph, and AG_FUZZ_SEED=<seed> replays just that graph; AG_FUZZ_COUNT=<n> checks n graphs
-// instead of 2,000; the second-order run (gradgradcheck, 500 graphs) takes AG_FUZZ_COUNT2, and the
-// forward-mode run (1,000 graphs, forward against reverse) AG_FUZZ_COUNT3.
+// instead of 2,000; the second-order runs (gradgradcheck, 500 graphs, reverse over reverse and
+// forward over reverse) take AG_FUZZ_COUNT2, the forward-mode run (1,000 graphs, forward against
+// reverse) AG_FUZZ_COUNT3, and gradcheck with check_forward_ad (1,000 graphs) AG_FUZZ_COUNT4.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -230,5 +231,28 @@ TEST(FuzzGradcheck, ThousandRandomGraphsAgreeInBothModes) {
       r.message = os.str();
     }
     return r;
+  });
+}
+
+// Forward mode: the Jacobian by forward mode (one jvp per input element, gradcheck's
+// check_forward_ad) against finite differences, on other seeds again.
+TEST(FuzzGradcheck, OneThousandRandomGraphsPassGradcheckInForwardMode) {
+  fuzz(4000000, 1000, "AG_FUZZ_COUNT4", [](const Graph& g) {
+    GradcheckOptions forward_only;
+    forward_only.check_forward_ad = true;
+    forward_only.check_backward_ad = false;
+    return gradcheck_result(g.fn, g.inputs, forward_only);
+  });
+}
+
+// Forward over reverse: the second derivatives of the recorded backward pass by jvps through it
+// (gradgradcheck's check_fwd_over_rev), against finite differences of the first-order gradients.
+TEST(FuzzGradcheck, FiveHundredRandomGraphsPassGradgradcheckForwardOverReverse) {
+  fuzz(3000000, 500, "AG_FUZZ_COUNT2", [](const Graph& g) {
+    manual_seed(7);  // the random grad_output
+    GradgradcheckOptions fwd_over_rev;
+    fwd_over_rev.check_fwd_over_rev = true;
+    fwd_over_rev.check_rev_over_rev = false;
+    return gradgradcheck_result(g.fn, g.inputs, {}, fwd_over_rev);
   });
 }
