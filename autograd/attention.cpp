@@ -97,7 +97,9 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
   const Size batch = check_pair("causal_attention", q, k, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
   check_pair("causal_attention", k, v, -2, -2, "keys (..., Tk, E) and values (..., Tk, Ev)");
   // y = causal_softmax(q @ k^T, divisor), out = tril(y) @ v
-  auto [out, y] = kernels::causal_attention(q, k, v, batch, divisor);
+  // (not a structured binding: clang 14 cannot capture one in a lambda)
+  std::pair<Tensor, Tensor> out_y = kernels::causal_attention(q, k, v, batch, divisor);
+  Tensor &out = out_y.first, &y = out_y.second;
   if (needs_grad({&q, &k, &v})) {
     if (needs_grad(q, k)) record_qk_softmax(y, q, k, batch, divisor);
     const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();

@@ -165,7 +165,8 @@ std::pair<Tensor, Tensor> common_dtype(const Tensor& a, const Tensor& b, const c
 
 Tensor min_max(const Tensor& a0, const Tensor& b0, bool is_max) {
   const char* op = is_max ? "maximum" : "minimum";
-  const auto [a, b] = common_dtype(a0, b0, op);
+  const std::pair<Tensor, Tensor> ab = common_dtype(a0, b0, op);  // (a structured binding: clang 14 cannot capture it)
+  const Tensor &a = ab.first, &b = ab.second;
   const Size shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = kernels::min_max(is_max, a, b, shape, a.dtype());
   if (!needs_grad(a, b)) return out;

@@ -153,7 +153,9 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& t, int64_t dim, bool keepdim
   }
   const int64_t n = t.shape()[dim];
   if (n == 0) detail::shape_error(op, "cannot reduce over zero-size dim " + std::to_string(dim) + " of shape " + t.shape().str());
-  auto [values, indices] = is_min ? kernels::min(t, dim, keepdim) : kernels::max(t, dim, keepdim);
+  // (not a structured binding: clang 14 cannot capture one in a lambda)
+  std::pair<Tensor, Tensor> vi = is_min ? kernels::min(t, dim, keepdim) : kernels::max(t, dim, keepdim);
+  Tensor &values = vi.first, &indices = vi.second;
   if (needs_grad(t)) {
     record(values, name, {t}, [si = SavedTensor(indices), from = t.shape(), dim, keepdim](const Tensor& g) -> Grads {
       const Tensor gi = keepdim ? g : unsqueeze(g, dim), idx = keepdim ? si.get() : unsqueeze(si.get(), dim);
