@@ -109,10 +109,10 @@ static void check_broadcastable_into(const Tensor& dst, const Tensor& src, const
 namespace {
 Tensor value_before(const Tensor& self, bool copy);
 
-// The jvp of the nodes that give an in-place op's `self` (or a view refreshed after its base was
-// written) a new history: none, as the tensor keeps the tangent it has (set_inplace_tangent wrote
-// it, or it is a view of its base's tangent), and these nodes' outputs are aliases whose history
-// alone the tensor takes.
+// The jvp of the nodes that give an in-place op's `self` a new history: none, as the tensor keeps
+// the tangent set_inplace_tangent wrote, and these nodes' outputs are aliases whose history alone
+// the tensor takes. (A view refreshed after its base was written records its node with tangents
+// paused instead: view_of_current_base.)
 const auto kKeepsItsTangent = [](const Tangents&) { return Tensor(); };
 
 // After an in-place write: self takes the history `from` was just given (its grad_fn and output
@@ -281,7 +281,7 @@ void view_of_current_base(const Tensor& self, const Tensor& b, const Tensor& idx
   record(v, "AsStridedBackward0", {b}, [idx, bshape = b.shape()](const Tensor& g) -> Grads {
     const Tensor flat = index_add(zeros({bshape.numel()}, g.dtype()), 0, reshape(idx, {-1}), reshape(g, {-1}));
     return {reshape(flat, bshape.vec())};
-  }, kKeepsItsTangent);
+  });
   take_history(self, v);
   self.impl()->view_version = self.impl()->storage->version;
 }
