@@ -33,10 +33,21 @@ Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim,
   return Size(DimVector(a.shape().begin(), a.shape().end() - 2));
 }
 
+// Whether a jvp rule may run its kernel: the tangent's computation records no graph (nothing
+// requires grad: no reverse-over-forward) and every defined tangent has the primals' dtype.
+bool jvp_kernel_applies(std::initializer_list<const Tensor*> tangents, std::initializer_list<const Tensor*> primals) {
+  const DType dtype = (*primals.begin())->dtype();
+  for (const Tensor* d : tangents)
+    if (d->defined() && (d->dtype() != dtype || d->requires_grad())) return false;
+  return !needs_grad(primals);
+}
+
 // jvp of y = causal_qk_softmax(q, k, divisor): ds = dq k^T + q dk^T, then causal_softmax's jvp
 // (its Jacobian is symmetric): dy = causal_softmax_backward(ds, y, divisor)
 Tensor causal_qk_softmax_jvp(const Tensor& dq, const Tensor& dk, const Tensor& q, const Tensor& k, const Tensor& y,
-                             double divisor) {
+                             const Size& batch, double divisor) {
+  if (!dq.defined() && !dk.defined()) return Tensor();
+  if (jvp_kernel_applies({&dq, &dk}, {&q, &k, &y})) return kernels::causal_qk_softmax_jvp(dq, dk, q, k, y, batch, divisor);
   Tensor ds;
   if (dq.defined()) ds = matmul(dq, k.transpose(-2, -1));
   if (dk.defined()) ds = ds.defined() ? ds + matmul(q, dk.transpose(-2, -1)) : matmul(q, dk.transpose(-2, -1));
@@ -54,7 +65,7 @@ void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& 
            const Tensor ds = causal_softmax_backward(g, y, divisor);
            return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
          },
-         [&](const Tangents& d) { return causal_qk_softmax_jvp(d[0], d[1], q, k, y, divisor); });
+         [&](const Tangents& d) { return causal_qk_softmax_jvp(d[0], d[1], q, k, y, batch, divisor); });
 }
 
 }  // namespace
@@ -83,6 +94,7 @@ Tensor causal_matmul(const Tensor& w, const Tensor& v) {
            },
            // jvp: dout = tril(dw) @ v + tril(w) @ dv
            [&](const Tangents& d) {
+             if (jvp_kernel_applies({&d[0], &d[1]}, {&w, &v})) return kernels::causal_matmul_jvp(d[0], w, v, d[1], batch);
              Tensor dy;
              if (d[0].defined()) dy = causal_matmul(d[0], v);
              if (d[1].defined()) dy = dy.defined() ? dy + causal_matmul(w, d[1]) : causal_matmul(w, d[1]);
@@ -107,6 +119,8 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
     // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q  (causal_qk_softmax's)
     // y is saved with its own node, so a graph of this backward reaches q and k through it too.
     // (named as PyTorch names weights @ values, as causal_matmul's node is: printed tensors show it)
+    // y's tangent (causal_qk_softmax's jvp, pushed as y's node was recorded): out's jvp reuses it
+    const Tensor dy = detail::tangent_of(y);
     record(out, q.dim() == 2 ? "MmBackward0" : "UnsafeViewBackward0", {q, k, v},
            [sy = SavedTensor(y), sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), gq, gk, gv, batch,
             divisor](const Tensor& g) -> Grads {
@@ -120,10 +134,12 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
              }
              return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
            },
-           // jvp: dout = tril(dy) @ v + tril(y) @ dv, dy causal_qk_softmax's jvp
+           // jvp: dout = tril(dy) @ v + tril(y) @ dv, dy causal_qk_softmax's jvp (y's tangent)
            [&](const Tangents& d) {
+             if (!dy.defined() && !d[2].defined()) return Tensor();
+             if (jvp_kernel_applies({&dy, &d[2]}, {&y, &v})) return kernels::causal_matmul_jvp(dy, y, v, d[2], batch);
              Tensor dout;
-             if (const Tensor dy = causal_qk_softmax_jvp(d[0], d[1], q, k, y, divisor); dy.defined()) dout = causal_matmul(dy, v);
+             if (dy.defined()) dout = causal_matmul(dy, v);
              if (d[2].defined()) dout = dout.defined() ? dout + causal_matmul(y, d[2]) : causal_matmul(y, d[2]);
              return dout;
            });

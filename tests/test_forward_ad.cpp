@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -532,6 +533,77 @@ TEST(ForwardADOpTable, ForwardOverReverseEqualsReverseOverReverseOnEveryOp) {
     }
   }
   EXPECT_GT(checked, 200);
+}
+
+// ---- the jvp kernels against the rules they stand in for ----
+
+// The jvp rules of linear, 2-D matmul, causal attention's ops and cross_entropy run a kernel when
+// the tangent's computation records nothing (kernels::product_sum, causal_qk_softmax_jvp,
+// causal_matmul_jvp, cross_entropy_jvp), and their composed ag ops when it records a graph (a
+// primal that requires grad: reverse-over-forward). Both must give the same tangent, on
+// contiguous and strided inputs, with every subset of the inputs carrying a tangent.
+TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
+  struct JvpCase {
+    std::string name;
+    std::function<Tensor(const std::vector<Tensor>&)> fn;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  const Tensor targets = tensor({1, 4, 0, 2, 3}, kInt64);
+  const std::vector<JvpCase> cases = {
+      {"linear", [](auto& x) { return linear(x[0], x[1], x[2]); }, {{5, 4}, {3, 4}, {3}}},
+      {"linear, 3-D input", [](auto& x) { return linear(x[0], x[1], x[2]); }, {{2, 5, 4}, {3, 4}, {3}}},
+      {"linear, a bias of one", [](auto& x) { return linear(x[0], x[1], x[2]); }, {{5, 4}, {3, 4}, {1}}},
+      {"mm", [](auto& x) { return matmul(x[0], x[1]); }, {{5, 4}, {4, 3}}},
+      {"matmul, folded rows", [](auto& x) { return matmul(x[0], x[1]); }, {{2, 5, 4}, {4, 3}}},
+      {"causal_qk_softmax", [](auto& x) { return causal_qk_softmax(x[0], x[1], 1.3); }, {{2, 6, 3}, {2, 7, 3}}},
+      {"causal_qk_softmax, two row blocks", [](auto& x) { return causal_qk_softmax(x[0], x[1], 2.0); }, {{70, 3}, {70, 3}}},
+      {"causal_matmul", [](auto& x) { return causal_matmul(x[0], x[1]); }, {{2, 6, 7}, {2, 7, 3}}},
+      {"causal_matmul, two row blocks", [](auto& x) { return causal_matmul(x[0], x[1]); }, {{70, 70}, {70, 2}}},
+      {"causal_attention's out", [](auto& x) { return causal_attention(x[0], x[1], x[2], 1.3).out; }, {{2, 5, 3}, {2, 6, 3}, {2, 6, 2}}},
+      {"causal_attention's weights", [](auto& x) { return causal_attention(x[0], x[1], x[2], 1.3).weights; },
+       {{2, 5, 3}, {2, 6, 3}, {2, 6, 2}}},
+      {"causal_attention, two row blocks", [](auto& x) { return causal_attention(x[0], x[1], x[2], 0.7).out; },
+       {{70, 3}, {70, 3}, {70, 2}}},
+      {"cross_entropy", [targets](auto& x) { return cross_entropy(x[0], targets); }, {{5, 6}}},
+      {"cross_entropy, ignore_index", [targets](auto& x) { return cross_entropy(x[0], targets, 4); }, {{5, 6}}},
+  };
+  std::mt19937_64 rng(30);
+  int compared = 0;
+  for (const JvpCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Tensor> xs, us;
+    for (const auto& shape : c.shapes) {
+      xs.push_back(random_like(zeros(shape, kFloat64), rng));
+      us.push_back(random_like(zeros(shape, kFloat64), rng));
+    }
+    const std::size_t n = xs.size();
+    for (const bool strided : {false, true}) {
+      SCOPED_TRACE(strided ? "strided inputs" : "contiguous inputs");
+      for (unsigned subset = 1; subset < (1u << n); ++subset) {
+        SCOPED_TRACE("tangents on inputs (bits) " + std::to_string(subset));
+        // reverse_over: the primals require grad, so the rule records its ops' graph (the composed path)
+        auto tangent = [&](bool reverse_over) {
+          DualLevel level;
+          std::vector<Tensor> duals;
+          for (std::size_t i = 0; i < n; ++i) {
+            Tensor x = strided ? testutil::strided_leaf(xs[i]).detach() : xs[i].detach();
+            if (reverse_over) x.requires_grad_();
+            duals.push_back(subset >> i & 1u ? make_dual(x, strided ? testutil::strided_leaf(us[i]).detach() : us[i]) : x);
+          }
+          const Tensor t = unpack_dual(c.fn(duals)).tangent;
+          if (t.defined() && !reverse_over) EXPECT_FALSE(t.requires_grad()) << "the kernel's path records no graph";
+          return t.defined() ? t.detach() : Tensor();
+        };
+        const Tensor kernel = tangent(false), rule = tangent(true);
+        ASSERT_EQ(kernel.defined(), rule.defined());
+        if (!kernel.defined()) continue;  // the weights with a tangent on v alone: none
+        ASSERT_EQ(kernel.shape(), rule.shape());
+        EXPECT_EQ(testutil::close_mismatches<double>(kernel, rule, 1e-12, 1e-12), 0) << "max diff " << max_abs_diff(kernel, rule);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * (6 * 7 + 6 * 3 + 2 * 1 - 1));  // 6 cases of 3 inputs, 6 of 2, 2 of 1
 }
 
 // ---- ag::func against ag::functional ----

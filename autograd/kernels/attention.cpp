@@ -209,9 +209,10 @@ void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T*
 }
 
 // out (tq, e) = tril(w) @ v for w (tq, tk) and v (tk, e), out's row stride ldc.
+// With beta = 1 the product is added to what out holds.
 template <class T>
 void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T* pout, int ldc, int64_t tq, int64_t tk,
-                        int64_t e, std::vector<T>& scratch) {
+                        int64_t e, std::vector<T>& scratch, T beta = T(0)) {
   // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
   const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
   const int64_t bs = skip ? kBlock : tq;
@@ -219,7 +220,8 @@ void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T*
     const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
     MatLayout la{};
     const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
-    detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv, pout + r0 * ldc, ldc);
+    detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv, pout + r0 * ldc, ldc,
+                 beta);
   }
 }
 
@@ -441,6 +443,74 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
     });
   });
   return {dq, dk, dv};
+}
+
+// The jvp kernels (the fast paths of the jvp rules in attention.cpp; tangents undefined where zero).
+
+// One matrix at a time: the scores' tangent ds = dq k^T + q dk^T on the blocks the causal softmax
+// reads (as the forward computes the scores), into a scratch matrix that stays in cache, then
+// dy = the softmax's backward of ds (its Jacobian is symmetric).
+Tensor causal_qk_softmax_jvp(const Tensor& dq0, const Tensor& dk0, const Tensor& q0, const Tensor& k0, const Tensor& y0,
+                             const Size& batch, double divisor) {
+  const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0), y = detail::contiguous_values(y0);
+  const Tensor dq = dq0.defined() ? detail::blas_operand(dq0) : Tensor(), dk = dk0.defined() ? detail::blas_operand(dk0) : Tensor();
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1);
+  if (y.numel() == 0 || e == 0 || (!dq.defined() && !dk.defined())) return detail::zeros_tensor(with_matrix(batch, tq, tk), q.dtype());
+  Tensor dy = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
+  dispatch_float(q.dtype(), "causal_qk_softmax_jvp", [&]<typename T>() {
+    const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k));
+    const MatLayout ldq = dq.defined() ? *detail::layout_of(dq) : lq, ldkt = dk.defined() ? transposed(*detail::layout_of(dk)) : lkt;
+    const Tensor& dq_or_q = dq.defined() ? dq : q;  // (an operand is needed either way for the offsets)
+    const Tensor& dk_or_k = dk.defined() ? dk : k;
+    for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, 2.0 * tq * tk * e, [&] { return scratch_matrix<T>(tq, tk); },
+                       [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& ds) {
+      for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {  // row block [r0, r0 + rows) over keys j < r0 + rows
+        const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+        T beta = 0;
+        if (dq.defined()) {
+          detail::gemm(ldq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(dq) + o[2], ldq, r0, 0),
+                       base<T>(k) + o[1], ds.data() + r0 * tk, static_cast<int>(tk));
+          beta = 1;
+        }
+        if (dk.defined()) {
+          detail::gemm(lq, ldkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(q) + o[0], lq, r0, 0),
+                       base<T>(dk) + o[3], ds.data() + r0 * tk, static_cast<int>(tk), beta);
+        }
+      }
+      const int64_t m = index * tq * tk;
+      causal_softmax_backward_rows(ds.data(), y.data_ptr<T>() + m, dy.data_ptr<T>() + m, tq, tq, tk, static_cast<T>(divisor));
+    });
+  });
+  return dy;
+}
+
+// One matrix at a time: out = tril(dw) @ v, then += tril(w) @ dv by the second GEMM (beta = 1).
+Tensor causal_matmul_jvp(const Tensor& dw0, const Tensor& w0, const Tensor& v0, const Tensor& dv0, const Size& batch) {
+  const Tensor w = detail::blas_operand(w0), v = detail::blas_operand(v0);
+  const Tensor dw = dw0.defined() ? detail::blas_operand(dw0) : Tensor(), dv = dv0.defined() ? detail::blas_operand(dv0) : Tensor();
+  const int64_t tq = w.size(-2), tk = w.size(-1), e = v.size(-1);
+  if (tk == 0 || (!dw.defined() && !dv.defined())) return detail::zeros_tensor(with_matrix(batch, tq, e), w.dtype());
+  Tensor out = gemm_output(batch, tq, e, tq, w.dtype(), v);
+  if (out.numel() == 0) return out;
+  dispatch_float(w.dtype(), "causal_matmul_jvp", [&]<typename T>() {
+    const MatLayout lw = *detail::layout_of(w), lv = *detail::layout_of(v);
+    const MatLayout ldw = dw.defined() ? *detail::layout_of(dw) : lw, ldv = dv.defined() ? *detail::layout_of(dv) : lv;
+    const Tensor& dw_or_w = dw.defined() ? dw : w;
+    const Tensor& dv_or_v = dv.defined() ? dv : v;
+    for_each_matrix<5>(batch, {&w, &v, &out, &dw_or_w, &dv_or_v}, 2.0 * tq * tk * e, [] { return std::vector<T>(); },
+                       [&](const std::array<int64_t, 5>& o, int64_t, std::vector<T>& scratch) {
+      T beta = 0;
+      if (dw.defined()) {
+        tril_matmul_matrix<T>(base<T>(dw) + o[3], ldw, base<T>(v) + o[1], lv, out_row<T>(out, o[2], 0), ldc_of(out), tq, tk, e, scratch);
+        beta = 1;
+      }
+      if (dv.defined()) {
+        tril_matmul_matrix<T>(base<T>(w) + o[0], lw, base<T>(dv) + o[4], ldv, out_row<T>(out, o[2], 0), ldc_of(out), tq, tk, e, scratch,
+                              beta);
+      }
+    });
+  });
+  return out;
 }
 
 }  // namespace ag::kernels

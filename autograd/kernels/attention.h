@@ -40,4 +40,13 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q, const Tensor& k, con
 Grads causal_attention_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, const Tensor& v, bool gq,
                                 bool gk, bool gv, const Size& batch, double divisor);
 
+// The jvp kernels: the fast paths of the jvp rules in attention.cpp, used when the tangent's
+// computation records no graph; a tangent is undefined where it is zero.
+// dy = causal_softmax_backward(dq @ k^T + q @ dk^T, y, divisor) (the softmax's Jacobian is
+// symmetric), the scores' tangent kept in a per-thread scratch matrix.
+Tensor causal_qk_softmax_jvp(const Tensor& dq, const Tensor& dk, const Tensor& q, const Tensor& k, const Tensor& y,
+                             const Size& batch, double divisor);
+// dout = tril(dw) @ v + tril(w) @ dv, the second GEMM of each matrix adding into the first's output.
+Tensor causal_matmul_jvp(const Tensor& dw, const Tensor& w, const Tensor& v, const Tensor& dv, const Size& batch);
+
 }  // namespace ag::kernels

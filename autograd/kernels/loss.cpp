@@ -94,4 +94,21 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tenso
   return dx;
 }
 
+Tensor cross_entropy_jvp(const Tensor& dlogits, const Tensor& logits, const Tensor& stats, const std::vector<int64_t>& ids,
+                         int64_t count) {
+  const Tensor x = detail::contiguous_values(logits), dx = detail::contiguous_values(dlogits);
+  const int64_t n = static_cast<int64_t>(ids.size()), c = x.size(-1);
+  return dispatch_float(x.dtype(), "cross_entropy_jvp", [&]<typename T>() {
+    std::vector<T> term(static_cast<std::size_t>(n));
+    const T* shift = stats.data_ptr<T>();
+    const T* px = x.data_ptr<T>();
+    const T* pdx = dx.data_ptr<T>();
+    detail::parallel_for(n, kRowFlops * static_cast<double>(c), [&](int64_t b, int64_t e) {
+      cross_entropy_jvp(px + b * c, shift + b, shift + n + b, ids.data() + b, pdx + b * c, e - b, c, term.data() + b);
+    });
+    // nll_loss of the log-probabilities' tangent: -(1/count) times the sum of the terms
+    return nll_value<T>(ids, count, x.dtype(), [&](int64_t i, int64_t) { return term[static_cast<std::size_t>(i)]; });
+  });
+}
+
 }  // namespace ag::kernels

@@ -23,6 +23,13 @@ Tensor fold_rows(const Tensor& t);
 // out (N, out) = bias + x (N, in) @ weight^T (in, out), the bias added by the GEMM itself.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// out (m, n) = bias + a1 (m, k1) @ b1 (k1, n) + a2 (m, k2) @ b2 (k2, n): every operand 2-D and of
+// one floating point dtype, the bias broadcastable to (m, n) and either pair optional (a pair
+// with an undefined operand is a zero term); `out` is (m, n). The GEMMs accumulate into one output (beta = 1), so a sum of products costs no extra
+// pass: the fast path of the jvp of a product, dout = da @ b + a @ db (+ dbias), in matmul's and
+// linear's rules.
+Tensor product_sum(const Size& out, const Tensor& bias, const Tensor& a1, const Tensor& b1, const Tensor& a2, const Tensor& b2);
+
 // a (m, k) @ b (k, n) by the textbook triple loop, accumulated in double.
 Tensor matmul_reference(const Tensor& a, const Tensor& b);
 

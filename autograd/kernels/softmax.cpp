@@ -199,6 +199,25 @@ void cross_entropy_backward_rows(const T* x, const T* shift, const T* ls, const 
   }
 }
 
+// cross_entropy's jvp per row: term[r] = dx[r, target[r]] - sum_j softmax(x)[r, j] dx[r, j] (the
+// tangent of log_softmax at the target), 0 for an ignored row (target -1).
+template <class T>
+void cross_entropy_jvp_rows(const T* x, const T* shift, const T* ls, const int64_t* target, const T* dx, int64_t rows,
+                            int64_t n, T* term) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (target[r] < 0) {
+      term[r] = T(0);
+      continue;
+    }
+    const T* xr = x + r * n;
+    const T* dr = dx + r * n;
+    const T sr = shift[r], lr = ls[r];
+    T dot = 0;
+    for (int64_t j = 0; j < n; ++j) dot += fast_exp(xr[j] - sr - lr) * dr[j];
+    term[r] = dr[target[r]] - dot;
+  }
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, bool log) {
@@ -286,6 +305,15 @@ void cross_entropy_backward(const float* x, const float* shift, const float* ls,
 void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
                             int64_t rows, int64_t n, double* dx) {
   cross_entropy_backward_rows<double>(x, shift, ls, target, v, rows, n, dx);
+}
+
+void cross_entropy_jvp(const float* x, const float* shift, const float* ls, const int64_t* target, const float* dx,
+                       int64_t rows, int64_t n, float* term) {
+  cross_entropy_jvp_rows<float>(x, shift, ls, target, dx, rows, n, term);
+}
+void cross_entropy_jvp(const double* x, const double* shift, const double* ls, const int64_t* target, const double* dx,
+                       int64_t rows, int64_t n, double* term) {
+  cross_entropy_jvp_rows<double>(x, shift, ls, target, dx, rows, n, term);
 }
 
 }  // namespace ag::kernels

@@ -46,5 +46,11 @@ void cross_entropy_backward(const float* x, const float* shift, const float* ls,
                             int64_t rows, int64_t n, float* dx);
 void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
                             int64_t rows, int64_t n, double* dx);
+// and term[r] = dx[r, target[r]] - sum_j softmax(x)[r, j] dx[r, j], the tangent of log_softmax(x)
+// at the target for a tangent dx of x (0 if target[r] is -1).
+void cross_entropy_jvp(const float* x, const float* shift, const float* ls, const int64_t* target, const float* dx,
+                       int64_t rows, int64_t n, float* term);
+void cross_entropy_jvp(const double* x, const double* shift, const double* ls, const int64_t* target, const double* dx,
+                       int64_t rows, int64_t n, double* term);
 
 }  // namespace ag::kernels
