@@ -62,12 +62,29 @@ bool inplace_has_tangent(const Tensor& self, const Tensor* other) {
   return tangent_of(self).defined() || (other && tangent_of(*other).defined());
 }
 
+namespace {
+// dst = src (0 if src is undefined) in place. Where either has a history (reverse-over-forward: a
+// tangent computed from tensors that require grad), the write is recorded as copy_ (or zero_) on
+// dst, so that the tangent's gradient flows through it, as PyTorch writes self's tangent with
+// copy_; otherwise it is a plain copy.
+void write_tangent(const Tensor& dst, const Tensor& src) {
+  const bool recorded = grad_enabled() && ((src.defined() && src.requires_grad()) || dst.requires_grad());
+  if (recorded && !(dst.is_leaf() && dst.requires_grad())) {
+    JvpPause pause;  // tangents carry no tangents
+    Tensor d = dst;
+    if (src.defined()) d.copy_(src);
+    else d.zero_();
+    return;
+  }
+  if (src.defined()) copy_into(dst, src);
+  else copy_into(dst, zeros_tensor({}, dst.dtype()));
+}
+}  // namespace
+
 void set_inplace_tangent(const Tensor& self, const Tensor& t) {
   TensorImpl& s = *self.impl();
   if (s.fw_grad) {
-    const Tensor own(s.fw_grad);
-    if (t.defined()) copy_into(own, t);
-    else copy_into(own, zeros_tensor({}, own.dtype()));
+    write_tangent(Tensor(s.fw_grad), t);
     return;
   }
   if (!t.defined()) return;  // zero stays zero
@@ -76,7 +93,7 @@ void set_inplace_tangent(const Tensor& self, const Tensor& t) {
     // view of self taken before reads the same view of it
     const auto span = static_cast<int64_t>(s.storage->nbytes / element_size(self.dtype()));
     const Tensor own = alias(zeros_tensor({span}, t.dtype()), self.shape(), self.strides(), self.storage_offset());
-    copy_into(own, t);
+    write_tangent(own, t);
     set_tangent(self, own);
     return;
   }
@@ -238,6 +255,16 @@ Tensor value_before(const Tensor& self, bool copy) {
   before.impl()->grad_fn = self.grad_fn();
   before.impl()->output_nr = self.impl()->output_nr;
   before.impl()->requires_grad = self.requires_grad();
+  // and its tangent, as it is now (a copy with the copied value, as the write changes self's; one
+  // with its history where it has one: reverse-over-forward)
+  if (const Tensor t = detail::tangent_of(self); t.defined()) {
+    Tensor tb = t;
+    if (copy) {
+      detail::JvpPause pause;  // tangents carry no tangents
+      tb = clone(t);
+    }
+    detail::set_tangent(before, tb);
+  }
   return before;
 }
 
@@ -319,21 +346,14 @@ template <class F>
 Tensor& apply_inplace(Tensor& self, const char* op, const Tensor* other, bool reads_self, F f,
                       const std::function<void()>& fast = {}) {
   detail::check_defined(self, op);
-  if (detail::inplace_has_tangent(self, other)) {
-    // forward mode: f of self as it is now pushes the result's tangent (f's jvp), which becomes
-    // self's once the value is written
-    const Tensor t = detail::tangent_of(f(self));
-    {
-      detail::JvpPause pause;  // the write itself pushes no tangent
-      apply_inplace(self, op, other, reads_self, f, fast);
-    }
-    detail::set_inplace_tangent(self, t);
-    return self;
-  }
+  // forward mode: f's result carries its tangent (f's jvp), which becomes self's once the value is
+  // written; the write itself pushes none. f runs once, with tangents on, so the node it records
+  // saves its tensors with their tangents (forward-over-reverse through the in-place op).
+  const bool fw = detail::inplace_has_tangent(self, other);
   const bool other_requires_grad = other && other->defined() && other->requires_grad();
   const bool tracked = grad_enabled() && (self.requires_grad() || other_requires_grad);
   if (!tracked) {
-    if (fast) {
+    if (fast && !fw) {
       detail::begin_inplace(self, op, false);
       fast();
       return self;
@@ -344,23 +364,29 @@ Tensor& apply_inplace(Tensor& self, const char* op, const Tensor* other, bool re
       r = f(self);
     }
     check_castable(r.dtype(), self, op);
+    const Tensor t = detail::tangent_of(r);
     detail::begin_inplace(self, op, false);
     detail::copy_into(self, r);
+    if (fw) detail::set_inplace_tangent(self, t);
     return self;
   }
-  if (const Tensor b = tracked_base(self, other_requires_grad, op); b.defined()) {  // CopySlices on the base
-    Tensor r = f(value_before(self, reads_self));
-    check_castable(r.dtype(), self, op);
-    write_through_view(self, b, r.to(self.dtype()), op);
-    return self;
-  }
-  detail::check_inplace(self, op, true);  // a leaf that requires grad: refused
+  const Tensor b = tracked_base(self, other_requires_grad, op);  // a view's base: CopySlices on it
+  if (!b.defined()) detail::check_inplace(self, op, true);       // a leaf that requires grad: refused
   Tensor r = f(value_before(self, reads_self));
   check_castable(r.dtype(), self, op);
-  r = r.to(self.dtype());
-  detail::begin_inplace(self, op, true);
-  detail::copy_into(self, r);
-  take_history(self, r);
+  const Tensor t = detail::tangent_of(r);
+  {
+    detail::JvpPause pause;  // the write pushes no tangent: self takes t below
+    if (b.defined()) {
+      write_through_view(self, b, r.to(self.dtype()), op);
+    } else {
+      r = r.to(self.dtype());
+      detail::begin_inplace(self, op, true);
+      detail::copy_into(self, r);
+      take_history(self, r);
+    }
+  }
+  if (fw) detail::set_inplace_tangent(self, t);
   return self;
 }
 

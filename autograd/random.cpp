@@ -302,7 +302,10 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
     }
   });
   // y ~ Bernoulli(p) is piecewise constant in p  =>  dp = 0 (PyTorch's BernoulliBackward0)
-  if (needs_grad(p)) record(y, "BernoulliBackward0", {p}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; });
+  // jvp: dy = 0, a zero tangent that is materialised, as PyTorch's (its auto_element_wise rule)
+  if (needs_grad(p))
+    record(y, "BernoulliBackward0", {p}, [](const Tensor& g) -> Grads { return {zeros_like(g)}; },
+           [&](const Tangents& d) { return zeros_like(d[0]); });
   return y;
 }
 

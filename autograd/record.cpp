@@ -301,8 +301,14 @@ void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl
 }
 
 static void attach_node(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
+  // what this op saved is taken first: make_node may record a node of its own (a view input whose
+  // base changed in place is refreshed), which must not take it
+  const bool saved = take_saved_flag();
+  std::vector<PendingSaved> pending = std::move(g_pending_saved);
+  g_pending_saved.clear();
   auto node = make_node(name, inputs, n);
-  node->saves_tensors = take_saved_flag();
+  g_pending_saved = std::move(pending);
+  node->saves_tensors = saved;
   node->backward = std::move(fn);
   node->shape = out.shape();
   node->dtype = out.dtype();

@@ -64,7 +64,7 @@ void BM_SmallLoss(benchmark::State& state) {
   }
   state.SetLabel(jvp ? "jvp (loss and J u)" : "forward");
 }
-BENCHMARK(BM_SmallLoss)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SmallLoss)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SmallLossHvp(benchmark::State& state) {
   SmallLoss s;
@@ -85,7 +85,7 @@ void BM_SmallLossHvp(benchmark::State& state) {
   }
   state.SetLabel(fwd_over_rev ? "forward-over-reverse" : "double vjp");
 }
-BENCHMARK(BM_SmallLossHvp)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SmallLossHvp)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // tall: R^8 -> R^512 (jacfwd: 8 forward passes; jacrev: 512 backward passes); wide: the reverse
 void BM_Jacobian(benchmark::State& state) {
@@ -98,6 +98,6 @@ void BM_Jacobian(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize((fwd ? func::jacfwd(f, {x}) : func::jacrev(f, {x}))[0].data_ptr<double>());
   state.SetLabel(std::string(tall ? "tall 8 -> 512, " : "wide 512 -> 8, ") + (fwd ? "jacfwd" : "jacrev"));
 }
-BENCHMARK(BM_Jacobian)->ArgsProduct({{1, 0}, {1, 0}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Jacobian)->ArgsProduct({{1, 0}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -524,6 +524,27 @@ TEST(InPlace, OnAViewOfATensorInAGraphRecordsCopySlicesOnTheBase) {
   EXPECT_EQ(plain.to_vector<double>(), (std::vector<double>{0, 0, 0, 1, 1, 1}));
 }
 
+// An op whose input is a view refreshed because its base changed in place records two nodes (the
+// refresh's AsStridedBackward0, then its own): the op's saved tensors are its own node's, so a
+// second backward names that node, as PyTorch does (the refresh had taken them).
+TEST(InPlace, AnOpOnARefreshedViewKeepsItsOwnSavedTensors) {
+  const Tensor x = full({4}, 2.0, kFloat64).requires_grad_();
+  Tensor b = x * 1.0;
+  const Tensor v = b.slice(0, 0, 2);
+  b.mul_(3.0);
+  const Tensor y = sum(v * v);  // v = 3 x[0:2]: dy/dx[0] = 18 x[0]
+  y.backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{36, 36, 0, 0}));
+  std::string e;
+  try {
+    y.backward();
+  } catch (const std::exception& ex) {
+    e = ex.what();
+  }
+  EXPECT_NE(e.find("Trying to backward through the graph a second time"), std::string::npos) << e;
+  EXPECT_NE(e.find("MulBackward0's saved tensors were freed"), std::string::npos) << e;
+}
+
 TEST(InPlace, GradientsThroughInPlaceOpsPassGradcheckAndGradgradcheck) {
   // self's old value is read by mul_'s and div_'s rules for the operand, and by clamp_'s mask
   auto f = [](const std::vector<Tensor>& in) {

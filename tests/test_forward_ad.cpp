@@ -216,9 +216,31 @@ TEST(ForwardAD, AnInPlaceOpOnAViewOfADualInAGraphKeepsBothModes) {
 TEST(ForwardAD, AnOpWithoutAJvpRuleThrowsRatherThanDropTheTangent) {
   DualLevel level;
   const Tensor x = make_dual(f64({0.2, 0.7}, {2}), f64({1, 1}, {2}));
-  // bernoulli(p) has no jvp rule: PyTorch's error naming it
-  const std::string e = error_of([&] { bernoulli(x); });
-  EXPECT_NE(e.find("Trying to use forward AD with bernoulli that does not support it"), std::string::npos) << e;
+  // an op recorded with a backward rule and no jvp rule: PyTorch's error naming it
+  auto twice = [](const Tensor& in) {
+    Tensor out = zeros(in.shape().vec(), in.dtype());  // (its values do not matter here)
+    if (needs_grad(in)) record(out, "TwiceBackward0", {in}, [](const Tensor& g) -> Grads { return {g * 2.0}; });
+    return out;
+  };
+  const std::string e = error_of([&] { twice(x); });
+  EXPECT_NE(e.find("[twice] Trying to use forward AD with twice that does not support it"), std::string::npos) << e;
+  EXPECT_NE(e.find("TwiceBackward0 has no jvp rule"), std::string::npos) << e;
+}
+
+TEST(ForwardAD, BernoulliGivesPyTorchsTangents) {
+  DualLevel level;
+  const Tensor p = make_dual(f64({0.2, 0.7}, {2}), f64({1, 1}, {2}));
+  // bernoulli(p): a zero tangent, materialised; bernoulli(t, p) and t.bernoulli_(p) do not depend
+  // on t's values: none, and a zero one (PyTorch 1.13 gives the same three)
+  const Tensor a = unpack_dual(bernoulli(p)).tangent;
+  ASSERT_TRUE(a.defined());
+  EXPECT_EQ(a.to_vector<double>(), (std::vector<double>{0, 0}));
+  EXPECT_FALSE(unpack_dual(bernoulli(p, 0.3)).tangent.defined());
+  Tensor c = p.clone();
+  c.bernoulli_(0.3);
+  const Tensor ct = unpack_dual(c).tangent;
+  ASSERT_TRUE(ct.defined());
+  EXPECT_EQ(ct.to_vector<double>(), (std::vector<double>{0, 0}));
 }
 
 TEST(ForwardAD, ACustomFunctionWithoutJvpThrowsPyTorchsError) {
@@ -797,6 +819,71 @@ TEST(ForwardAdReview, AViewRefreshedAfterItsBaseChangedInPlaceKeepsItsTangent) {
   z[1] = 0.0;
   EXPECT_EQ(z.to_vector<double>(), (std::vector<double>{0.5, 1, 0, 0}));
   EXPECT_EQ(unpack_dual(z).tangent.to_vector<double>(), (std::vector<double>{1, 2, 0, 0}));
+}
+
+// An in-place op in a graph with dual operands, in both orders of composition, equals its
+// out-of-place form: forward-over-reverse (the node the in-place op records saves its tensors with
+// their tangents) and reverse-over-forward (the tangent written into self keeps its history).
+// Both had lost terms: the in-place node was recorded with tangents paused, and the tangent was
+// written into self's by a plain copy.
+TEST(ForwardAdReview, InPlaceOpsInAGraphComposeBothModesAsTheirOutOfPlaceForms) {
+  using F = std::function<Tensor(const Tensor&, const Tensor&)>;
+  // d/d(x, z) of sum(w * f(x, z)), pushed forward along (u, uz); or d/d(x, z) of its tangent
+  auto second = [](const F& f, bool reverse_over_forward) {
+    const Tensor x0 = f64({0.3, -1.2, 0.8}, {3}).requires_grad_(), z0 = f64({1.1, 0.4, -0.6}, {3}).requires_grad_();
+    const Tensor w = f64({0.9, -0.1, 0.4}, {3});
+    DualLevel level;
+    const Tensor x = make_dual(x0, f64({1.0, 0.5, -2.0}, {3})), z = make_dual(z0, f64({0.2, -0.7, 1.3}, {3}));
+    const Tensor y = sum(f(x, z) * w);
+    std::vector<double> out;
+    if (reverse_over_forward) {
+      for (const Tensor& g : ag::grad({unpack_dual(y).tangent}, {x0, z0}, {}, std::nullopt, false, true))
+        for (double v : (g.defined() ? g : zeros({3}, kFloat64)).to_vector<double>()) out.push_back(v);
+    } else {
+      for (const Tensor& g : ag::grad({y}, {x, z})) {
+        const Tensor t = unpack_dual(g).tangent;
+        for (double v : (t.defined() ? t : zeros({3}, kFloat64)).to_vector<double>()) out.push_back(v);
+      }
+    }
+    return out;
+  };
+  struct Pair {
+    std::string name;
+    F in_place, out_of_place;
+  };
+  const std::vector<Pair> pairs = {
+      {"mul_", [](auto& x, auto& z) { Tensor c = x * 1.0; c.mul_(z); return c; }, [](auto& x, auto& z) { return x * z; }},
+      {"div_", [](auto& x, auto& z) { Tensor c = x * z; c.div_(z * z + 1.0); return c; }, [](auto& x, auto& z) { return x * z / (z * z + 1.0); }},
+      {"add_", [](auto& x, auto& z) { Tensor c = x * x; c.add_(z * x); return c; }, [](auto& x, auto& z) { return x * x + z * x; }},
+      {"sub_", [](auto& x, auto& z) { Tensor c = x * z; c.sub_(z * z); return c * x; }, [](auto& x, auto& z) { return (x * z - z * z) * x; }},
+      {"clamp_", [](auto& x, auto& z) { Tensor c = x * z; c.clamp_(-0.5, 0.5); return c * c; },
+       [](auto& x, auto& z) { const Tensor c = clamp(x * z, -0.5, 0.5); return c * c; }},
+      {"masked_fill_", [](auto& x, auto& z) { Tensor c = x * z; c.masked_fill_(gt(x, 0.5), 2.0); return c * z; },
+       [](auto& x, auto& z) { return masked_fill(x * z, gt(x, 0.5), 2.0) * z; }},
+      {"copy_ into a view", [](auto& x, auto& z) { Tensor c = x * x; c.slice(0, 0, 2).copy_(z.slice(0, 1, 3) * x.slice(0, 0, 2)); return c * z; },
+       [](auto& x, auto& z) { return cat({z.slice(0, 1, 3) * x.slice(0, 0, 2), x.slice(0, 2, 3) * x.slice(0, 2, 3)}, 0) * z; }},
+      {"mul_ through a view", [](auto& x, auto& z) { Tensor c = x * z; c.slice(0, 1, 3).mul_(z.slice(0, 0, 2)); return c * c; },
+       [](auto& x, auto& z) {
+         const Tensor d = cat({x.slice(0, 0, 1) * z.slice(0, 0, 1), x.slice(0, 1, 3) * z.slice(0, 1, 3) * z.slice(0, 0, 2)}, 0);
+         return d * d;
+       }},
+  };
+  for (const Pair& p : pairs) {
+    SCOPED_TRACE(p.name);
+    for (const bool rof : {false, true}) {
+      SCOPED_TRACE(rof ? "reverse-over-forward" : "forward-over-reverse");
+      const std::vector<double> a = second(p.in_place, rof), b = second(p.out_of_place, rof);
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12) << "element " << i;
+    }
+  }
+  // PyTorch 1.13's numbers, printed by tools/golden/inplace_dual_in_graph.py
+  const std::vector<double> mul_for = second(pairs[0].in_place, false);
+  const std::vector<double> torch_mul_for{0.18, 0.07, 0.52, 0.9, -0.05, -0.8};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(mul_for[i], torch_mul_for[i], 1e-12) << "mul_, element " << i;
+  const std::vector<double> clamp_rof = second(pairs[4].in_place, true);
+  const std::vector<double> torch_clamp_rof{2.4156, -0.1504, -1.5744, 1.2204, 0.2976, 2.2016};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(clamp_rof[i], torch_clamp_rof[i], 1e-12) << "clamp_, element " << i;
 }
 
 TEST(ForwardAdReview, IndexPutPushesTheTangentOfWhatItWrites) {

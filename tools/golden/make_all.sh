@@ -19,7 +19,8 @@ echo "== second_order_reference"
 "$py" tools/golden/second_order_reference.py --json > tests/golden/second_order.json
 echo "== make_op_golden"
 "$py" tools/golden/make_op_golden.py build/tests/op_table_dump
-# (seed003_in_order.py prints the values tests/test_nn.cpp quotes; run it by hand.) PyTorch's
+# (seed003_in_order.py and inplace_dual_in_graph.py print the values tests/test_nn.cpp and
+# tests/test_forward_ad.cpp quote; run them by hand.) PyTorch's
 # float32 training runs (next_word.txt, optim_cases.txt) can differ in the last bits from one host
 # to another (its kernels pick their SIMD width by CPU); the tests compare them with a tolerance.
 git status --short tests/golden
