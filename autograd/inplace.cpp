@@ -57,8 +57,7 @@ void bump_version(const Tensor& t, const char* op) {
   ++t.impl()->storage->version;
 }
 
-bool inplace_has_tangent(const Tensor& self, const Tensor* other) {
-  if (!forward_ad_on()) return false;
+bool inplace_has_tangent_at_level(const Tensor& self, const Tensor* other) {
   return tangent_of(self).defined() || (other && tangent_of(*other).defined());
 }
 

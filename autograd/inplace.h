@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "autograd/node.h"
 #include "autograd/tensor.h"
 
 namespace ag::detail {
@@ -23,7 +24,10 @@ bool inplace_through_view(const Tensor& self, bool value_requires_grad, const ch
                           const std::function<Tensor(const Tensor&)>& f);
 // Forward mode: whether an in-place write into `self` of a value computed from `other` (may be
 // null) must update a tangent (a dual level is alive and one of them carries one).
-bool inplace_has_tangent(const Tensor& self, const Tensor* other = nullptr);
+bool inplace_has_tangent_at_level(const Tensor& self, const Tensor* other);
+inline bool inplace_has_tangent(const Tensor& self, const Tensor* other = nullptr) {
+  return forward_ad_on() && inplace_has_tangent_at_level(self, other);  // (no level: one load, inline)
+}
 // Forward mode: after an in-place write into `self` of a value whose tangent is `t` (undefined:
 // zero), self's tangent is t: written into self's tangent where it has one (so views of it see the
 // write), else a new one; a view without one gets the same view of its base's tangent, which is

@@ -300,14 +300,15 @@ void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl
   }
 }
 
-static void attach_node(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn) {
+static inline __attribute__((always_inline)) void attach_node(Tensor& out, const char* name, const Tensor* inputs, std::size_t n,
+                                                             BackwardFn&& fn) {
   // what this op saved is taken first: make_node may record a node of its own (a view input whose
   // base changed in place is refreshed), which must not take it
   const bool saved = take_saved_flag();
-  std::vector<PendingSaved> pending = std::move(g_pending_saved);
-  g_pending_saved.clear();
+  std::vector<PendingSaved> pending;
+  if (g_keep_values) pending.swap(g_pending_saved);
   auto node = make_node(name, inputs, n);
-  g_pending_saved = std::move(pending);
+  if (g_keep_values) g_pending_saved.swap(pending);
   node->saves_tensors = saved;
   node->backward = std::move(fn);
   node->shape = out.shape();
