@@ -2,6 +2,7 @@
 #pragma once
 
 #include "anomaly.h"
+#include "config.h"
 #include "dtype.h"
 #include "forward_ad.h"
 #include "func.h"

@@ -91,8 +91,10 @@ def main():
               "time below are disturbed (rerun on a quiet machine)")
     print(f"CPU: {peak['cpu']}; fp32 FMA peak ({peak['isa']}, {peak['vector_bits']}-bit): "
           f"{peaks[1]:.1f} GFLOP/s on 1 core, {peaks[2]:.1f} on 2")
-    ours_core = run([train_step, "--size", "toy", "--steps", "1", "--warmup", "0", "--json"], base)["openblas_core"]
-    print(f"environment: {how}; OpenBLAS core: ours {ours_core}, PyTorch {torch_corename(base)}")
+    probe = run([train_step, "--size", "toy", "--steps", "1", "--warmup", "0", "--json"], base)
+    ours_core, ours_gemm = probe["openblas_core"], probe.get("gemm", "openblas")
+    gemm = "OpenBLAS's" if ours_gemm == "openblas" else f"ag's own {ours_gemm} kernels"
+    print(f"environment: {how}; OpenBLAS core: ours {ours_core}, PyTorch {torch_corename(base)}; our GEMMs: {gemm}")
     print(f"\n{'size':7} {'thr':>3} {'torch ms':>10} {'ours ms':>10} {'ratio':>7} {'floor ms':>9} {'ours/floor':>10} "
           f"{'torch MiB':>10} {'ours MiB':>9} {'loss_first torch/ours':>24}")
     results = {}

@@ -1,12 +1,14 @@
 // train_step: one Adam training step of TinyCausalLM, the same model, data and step as
 // ../shared/reference/torch_bench.py, timed the same way. Its --json has torch_bench.py's keys
-// and the OpenBLAS core that ran (openblas_core); loss_first equals PyTorch's (same initial
+// and the OpenBLAS core that ran (openblas_core) and who computed the GEMMs (gemm: "openblas" or
+// ag's own kernel, autograd/kernels/gemm.h); loss_first equals PyTorch's (same initial
 // weights, same data, same math).
 #include <cblas.h>
 
 #include <map>
 #include <tuple>
 
+#include "autograd/kernels/gemm.h"
 #include "next_word/model.h"
 #include "optim/optimizer.h"
 #include "step_bench.h"
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   int64_t n_params = 0;
   for (const Tensor& p : model.parameters()) n_params += p.numel();
   step_bench::report("TinyCausalLM", cli, {V, T, d, h, B}, times, n_params,
-                     std::string(", \"openblas_core\": \"") + openblas_get_corename() + "\"");
+                     std::string(", \"openblas_core\": \"") + openblas_get_corename() + "\", \"gemm\": \"" +
+                         detail::gemm_kernel_name(detail::gemm_kernel()) + "\"");
   return 0;
 }

@@ -1,4 +1,5 @@
-// The BLAS calls: cblas_sgemm / cblas_dgemm (OpenBLAS), each on the thread that makes it. A large
+// The BLAS calls: cblas_sgemm / cblas_dgemm (OpenBLAS), or ag's own GEMM where gemm_kernel()
+// (gemm.h) chooses it, each on the thread that makes it. A large
 // GEMM is split into slabs of C's rows (or columns) over ag's threads (parallel_for), one BLAS
 // call per slab.
 #include "autograd/kernels/blas.h"
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/threads.h"
 
@@ -33,11 +35,13 @@ T zero_for_beta(T beta, T* c, int m, int n, int ldc) {
 }
 
 void blas(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta) {
+  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta);
   beta = zero_for_beta(beta, c, m, n, ldc);
   cblas_sgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0f, a, la.ld, b, lb.ld, beta, c, ldc);
 }
 
 void blas(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc, double beta) {
+  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta);
   beta = zero_for_beta(beta, c, m, n, ldc);
   cblas_dgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0, a, la.ld, b, lb.ld, beta, c, ldc);
 }

@@ -8,6 +8,7 @@
 #include <cxxopts.hpp>
 #include <iostream>
 
+#include "autograd/config.h"
 #include "trainer.h"
 
 namespace {
@@ -62,13 +63,15 @@ int main(int argc, char** argv) {
       ("dot", "write the autograd graph of one training step (Graphviz DOT)", cxxopts::value<std::string>())
       ("html", "write the tape explorer of one training step: one HTML page that steps through backward", cxxopts::value<std::string>())
       ("json", "print one JSON object like the PyTorch reference")
+      ("verbose", "first print what ag runs on this machine (ag::config(): CPU, threads, GEMM kernels)")
       ("h,help", "show this help");
   try {
     auto a = cli.parse(argc, argv);
     if (a.count("help")) {
-      std::cout << cli.help() << "\n";
+      std::cout << cli.help() << "\n" << ag::config();
       return 0;
     }
+    if (a.count("verbose")) std::cout << ag::config();
     if (!a.unmatched().empty()) throw std::invalid_argument("unexpected argument '" + a.unmatched()[0] + "'");
     c.dim = a["dim"].as<int64_t>();
     c.heads = a["heads"].as<int64_t>();

@@ -1,0 +1,358 @@
+// ag's own GEMM (gemm.h). The textbook definition it computes is matmul_reference's loop
+// (kernels/matmul.cpp): c[i][j] = sum_p a[i][p] b[p][j]. Here the same sums are blocked for the
+// caches and the registers, BLIS's way:
+//
+//   for each block of NC columns of B and C
+//     for each block of KC rows of B (the sum's p)    pack B[p0:p0+KC, j0:j0+NC] into panels of NR columns
+//       for each block of MC rows of A and C          pack A[i0:i0+MC, p0:p0+KC] into panels of MR rows
+//         for each NR panel, each MR panel            microkernel: the MR x NR tile of C += panel @ panel
+//
+// A packed panel holds, for each p, its MR (or NR) values side by side, zero-padded past the
+// matrix's edge, so the microkernel reads both operands in order. The microkernel keeps its MR x NR
+// tile of C in vector registers for the whole KC-long sum and writes it once: directly for beta = 0
+// on the first K block (c is never read, so it may hold anything), adding to C after. Edge tiles are
+// computed whole into a scratch tile and their valid part copied out.
+//
+// The sums run in another order than OpenBLAS's (and PyTorch's), so results agree with them to
+// rounding, not bit for bit. Each tile's sum over p is in order within a K block, and the blocks are
+// added in order, so a result does not depend on the thread count (threads split C, blas.cpp).
+#include "autograd/kernels/gemm.h"
+
+#include <cblas.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+extern "C" char* openblas_get_corename(void);
+
+namespace ag::detail {
+
+namespace {
+
+// ---- packing ----
+
+// Element (i, j) of a matrix read with layout l.
+template <class T>
+T elem(const T* p, MatLayout l, int i, int j) {
+  return l.trans ? p[static_cast<std::ptrdiff_t>(j) * l.ld + i] : p[static_cast<std::ptrdiff_t>(i) * l.ld + j];
+}
+
+// Rows [i0, i0 + mc) and sums [p0, p0 + kc) of A into panels of MR rows: panel r holds, for each p,
+// A[i0 + r*MR + 0..MR-1][p0 + p] (0 past row m).
+template <class T, int MR>
+void pack_a(const T* a, MatLayout la, int m, int i0, int mc, int p0, int kc, T* out) {
+  for (int r0 = 0; r0 < mc; r0 += MR) {
+    const int rows = std::min(MR, m - (i0 + r0));
+    T* panel = out + static_cast<std::ptrdiff_t>(r0) * kc;
+    if (!la.trans) {  // row-major A: each row is contiguous in p
+      for (int r = 0; r < rows; ++r) {
+        const T* src = a + static_cast<std::ptrdiff_t>(i0 + r0 + r) * la.ld + p0;
+        for (int p = 0; p < kc; ++p) panel[p * MR + r] = src[p];
+      }
+    } else {  // column-major A: the MR values of one p are contiguous
+      for (int p = 0; p < kc; ++p) {
+        const T* src = a + static_cast<std::ptrdiff_t>(p0 + p) * la.ld + i0 + r0;
+        for (int r = 0; r < rows; ++r) panel[p * MR + r] = src[r];
+      }
+    }
+    for (int r = rows; r < MR; ++r)
+      for (int p = 0; p < kc; ++p) panel[p * MR + r] = T(0);
+  }
+}
+
+// Sums [p0, p0 + kc) and columns [j0, j0 + nc) of B into panels of NR columns.
+template <class T, int NR>
+void pack_b(const T* b, MatLayout lb, int n, int j0, int nc, int p0, int kc, T* out) {
+  for (int c0 = 0; c0 < nc; c0 += NR) {
+    const int cols = std::min(NR, n - (j0 + c0));
+    T* panel = out + static_cast<std::ptrdiff_t>(c0) * kc;
+    if (!lb.trans) {  // row-major B: the NR values of one p are contiguous
+      for (int p = 0; p < kc; ++p) {
+        const T* src = b + static_cast<std::ptrdiff_t>(p0 + p) * lb.ld + j0 + c0;
+        T* dst = panel + p * NR;
+        for (int c = 0; c < cols; ++c) dst[c] = src[c];
+        for (int c = cols; c < NR; ++c) dst[c] = T(0);
+      }
+    } else {  // column-major B: each column is contiguous in p
+      for (int c = 0; c < cols; ++c) {
+        const T* src = b + static_cast<std::ptrdiff_t>(j0 + c0 + c) * lb.ld + p0;
+        for (int p = 0; p < kc; ++p) panel[p * NR + c] = src[p];
+      }
+      for (int c = cols; c < NR; ++c)
+        for (int p = 0; p < kc; ++p) panel[p * NR + c] = T(0);
+    }
+  }
+}
+
+// ---- microkernels: c (MR x NR, row stride ldc) = (acc ? c : 0) + sum_p A[:, p] B[p, :] ----
+
+// Portable: plain loops the compiler vectorizes for whatever the build targets.
+template <class T, int MR, int NR>
+void ukr_portable(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  T t[MR][NR] = {};
+  for (int p = 0; p < kc; ++p)
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) t[r][j] += a[p * MR + r] * b[p * NR + j];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j];
+}
+
+// The x86 kernels: MR rows x 2 vectors of C in registers, B's two vectors loaded and A's value
+// broadcast once per p. One template per instruction set, over float and double through the
+// overloads below (each compiled for its instruction set, as the template that inlines them).
+#define AG_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
+AG_AVX2 __m256 v256_set1(float x) { return _mm256_set1_ps(x); }
+AG_AVX2 __m256d v256_set1(double x) { return _mm256_set1_pd(x); }
+AG_AVX2 __m256 v256_load(const float* p) { return _mm256_loadu_ps(p); }
+AG_AVX2 __m256d v256_load(const double* p) { return _mm256_loadu_pd(p); }
+AG_AVX2 __m256 v256_fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+AG_AVX2 __m256d v256_fma(__m256d a, __m256d b, __m256d c) { return _mm256_fmadd_pd(a, b, c); }
+AG_AVX2 __m256 v256_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+AG_AVX2 __m256d v256_add(__m256d a, __m256d b) { return _mm256_add_pd(a, b); }
+AG_AVX2 void v256_store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+AG_AVX2 void v256_store(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+#undef AG_AVX2
+#define AG_AVX512 __attribute__((target("avx512f"), always_inline)) inline
+AG_AVX512 __m512 v512_set1(float x) { return _mm512_set1_ps(x); }
+AG_AVX512 __m512d v512_set1(double x) { return _mm512_set1_pd(x); }
+AG_AVX512 __m512 v512_load(const float* p) { return _mm512_loadu_ps(p); }
+AG_AVX512 __m512d v512_load(const double* p) { return _mm512_loadu_pd(p); }
+AG_AVX512 __m512 v512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+AG_AVX512 __m512d v512_fma(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
+AG_AVX512 __m512 v512_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+AG_AVX512 __m512d v512_add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
+AG_AVX512 void v512_store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+AG_AVX512 void v512_store(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
+#undef AG_AVX512
+
+// AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
+template <class T>
+__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  constexpr int MR = 6, W = 32 / sizeof(T);
+  decltype(v256_set1(T())) t[MR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) t[r][0] = t[r][1] = v256_set1(T(0));
+  for (int p = 0; p < kc; ++p) {
+    const auto b0 = v256_load(b + p * 2 * W), b1 = v256_load(b + p * 2 * W + W);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const auto x = v256_set1(a[p * MR + r]);
+      t[r][0] = v256_fma(x, b0, t[r][0]);
+      t[r][1] = v256_fma(x, b1, t[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
+    if (acc) {
+      t[r][0] = v256_add(v256_load(row), t[r][0]);
+      t[r][1] = v256_add(v256_load(row + W), t[r][1]);
+    }
+    v256_store(row, t[r][0]);
+    v256_store(row + W, t[r][1]);
+  }
+}
+
+// AVX-512F: 12 rows x 2 vectors (32 floats or 16 doubles), 24 of the 32 registers accumulating.
+template <class T>
+__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  constexpr int MR = 12, W = 64 / sizeof(T);
+  decltype(v512_set1(T())) t[MR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
+  for (int p = 0; p < kc; ++p) {
+    const auto b0 = v512_load(b + p * 2 * W), b1 = v512_load(b + p * 2 * W + W);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const auto x = v512_set1(a[p * MR + r]);
+      t[r][0] = v512_fma(x, b0, t[r][0]);
+      t[r][1] = v512_fma(x, b1, t[r][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
+    if (acc) {
+      t[r][0] = v512_add(v512_load(row), t[r][0]);
+      t[r][1] = v512_add(v512_load(row + W), t[r][1]);
+    }
+    v512_store(row, t[r][0]);
+    v512_store(row + W, t[r][1]);
+  }
+}
+
+// ---- the blocked driver ----
+
+// Per-thread packing buffers, grown as needed (each thread of a split GEMM packs its own).
+template <class T>
+std::vector<T>& pack_buffer(int which) {
+  thread_local std::vector<T> buffers[2];
+  return buffers[which];
+}
+
+template <class T, int MR, int NR, void (*Ukr)(int, const T*, const T*, T*, int, bool)>
+void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
+  // KC values of a panel pair fit L1 with the tile; an MC x KC block of A fits L2; a KC x NC
+  // block of B is meant for L3 (the shapes of a training step rarely need more than one).
+  constexpr int KC = sizeof(T) == 4 ? 384 : 256, MC = MR * (sizeof(T) == 4 ? 16 : 12), NC = NR * 128;
+  if (beta != T(0) && beta != T(1)) {  // beta c first, then add to it
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) c[static_cast<std::ptrdiff_t>(i) * ldc + j] *= beta;
+    beta = T(1);
+  }
+  if (k == 0) {  // a sum of nothing
+    if (beta == T(0))
+      for (int i = 0; i < m; ++i) std::fill(c + static_cast<std::ptrdiff_t>(i) * ldc, c + static_cast<std::ptrdiff_t>(i) * ldc + n, T(0));
+    return;
+  }
+  std::vector<T>& bp = pack_buffer<T>(0);
+  std::vector<T>& ap = pack_buffer<T>(1);
+  T edge[MR * NR];
+  for (int j0 = 0; j0 < n; j0 += NC) {
+    const int nc = std::min(NC, n - j0), nc_pad = (nc + NR - 1) / NR * NR;
+    for (int p0 = 0; p0 < k; p0 += KC) {
+      const int kc = std::min(KC, k - p0);
+      const bool acc = beta != T(0) || p0 > 0;
+      if (bp.size() < static_cast<std::size_t>(nc_pad) * kc) bp.resize(static_cast<std::size_t>(nc_pad) * kc);
+      pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());
+      for (int i0 = 0; i0 < m; i0 += MC) {
+        const int mc = std::min(MC, m - i0), mc_pad = (mc + MR - 1) / MR * MR;
+        if (ap.size() < static_cast<std::size_t>(mc_pad) * kc) ap.resize(static_cast<std::size_t>(mc_pad) * kc);
+        pack_a<T, MR>(a, la, m, i0, mc, p0, kc, ap.data());
+        for (int jr = 0; jr < nc; jr += NR) {
+          const int cols = std::min(NR, nc - jr);
+          const T* bpanel = bp.data() + static_cast<std::ptrdiff_t>(jr) * kc;
+          for (int ir = 0; ir < mc; ir += MR) {
+            const int rows = std::min(MR, mc - ir);
+            const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc;
+            T* tile = c + static_cast<std::ptrdiff_t>(i0 + ir) * ldc + j0 + jr;
+            if (rows == MR && cols == NR) {
+              Ukr(kc, apanel, bpanel, tile, ldc, acc);
+              continue;
+            }
+            Ukr(kc, apanel, bpanel, edge, NR, false);  // the whole tile, then its valid part
+            for (int r = 0; r < rows; ++r)
+              for (int j = 0; j < cols; ++j) {
+                T& out = tile[static_cast<std::ptrdiff_t>(r) * ldc + j];
+                out = acc ? out + edge[r * NR + j] : edge[r * NR + j];
+              }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
+  if (m == 0 || n == 0) return;
+  switch (kernel) {
+    case GemmKernel::Avx512:  // 12 rows x 2 vectors of 64 bytes
+      return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
+    case GemmKernel::Avx2:  // 6 rows x 2 vectors of 32 bytes
+      return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
+    case GemmKernel::Portable:
+      return blocked<T, 4, 8, ukr_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta);
+    case GemmKernel::OpenBLAS:
+      break;
+  }
+  throw std::logic_error("[gemm] own_gemm called with the OpenBLAS kernel");
+}
+
+// ---- the choice ----
+
+int cpu_level() {
+  static const int level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+  return level;
+}
+
+// The instruction-set level of OpenBLAS 0.3.21's x86-64 cores: 2 uses AVX-512, 1 AVX2 and FMA, 0
+// neither (Prescott, Core2, Nehalem, Sandybridge, Barcelona, Bulldozer, ...).
+int core_level(const std::string& core) {
+  for (const char* c : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (core == c) return 2;
+  for (const char* c : {"Haswell", "Zen", "Excavator"})
+    if (core == c) return 1;
+  return 0;
+}
+
+GemmKernel from_env() {
+  const char* e = std::getenv("AG_GEMM");
+  if (!e || !*e) return GemmKernel::OpenBLAS;
+  const std::string s(e);
+  for (GemmKernel k : {GemmKernel::OpenBLAS, GemmKernel::Portable, GemmKernel::Avx2, GemmKernel::Avx512})
+    if (s == gemm_kernel_name(k) && gemm_kernel_supported(k)) return k;
+  throw std::invalid_argument("[gemm] AG_GEMM=" + s + " is not a GEMM kernel this CPU runs (openblas, portable" +
+                              std::string(gemm_kernel_supported(GemmKernel::Avx2) ? ", avx2" : "") +
+                              (gemm_kernel_supported(GemmKernel::Avx512) ? ", avx512" : "") + ")");
+}
+
+GemmKernel auto_kernel() {
+  if (const char* e = std::getenv("AG_GEMM"); e && *e) return from_env();
+  return openblas_core_is_older_than_cpu() ? best_own_gemm_kernel() : GemmKernel::OpenBLAS;
+}
+
+std::atomic<int> g_kernel{-1};  // -1: not chosen yet
+
+}  // namespace
+
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::OpenBLAS: return "openblas";
+    case GemmKernel::Portable: return "portable";
+    case GemmKernel::Avx2: return "avx2";
+    case GemmKernel::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool gemm_kernel_supported(GemmKernel k) {
+  if (k == GemmKernel::Avx512) return cpu_level() >= 2;
+  if (k == GemmKernel::Avx2) return cpu_level() >= 1;
+  return true;
+}
+
+GemmKernel best_own_gemm_kernel() {
+  return cpu_level() == 2 ? GemmKernel::Avx512 : cpu_level() == 1 ? GemmKernel::Avx2 : GemmKernel::Portable;
+}
+
+std::string openblas_core() {
+  const char* c = openblas_get_corename();
+  return c ? c : "";
+}
+
+bool openblas_core_is_older_than_cpu() { return core_level(openblas_core()) < cpu_level(); }
+
+GemmKernel gemm_kernel() {
+  int k = g_kernel.load(std::memory_order_relaxed);
+  if (k < 0) {
+    k = static_cast<int>(auto_kernel());
+    g_kernel.store(k, std::memory_order_relaxed);
+  }
+  return static_cast<GemmKernel>(k);
+}
+
+void set_gemm_kernel(GemmKernel k) {
+  if (!gemm_kernel_supported(k)) {
+    throw std::invalid_argument(std::string("[gemm] this CPU cannot run the ") + gemm_kernel_name(k) + " GEMM kernel");
+  }
+  g_kernel.store(static_cast<int>(k), std::memory_order_relaxed);
+}
+
+void reset_gemm_kernel() { g_kernel.store(-1, std::memory_order_relaxed); }
+
+void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const float* a, const float* b, float* c,
+              int ldc, float beta) {
+  run_own<float>(k, la, lb, m, n, kk, a, b, c, ldc, beta);
+}
+void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const double* a, const double* b, double* c,
+              int ldc, double beta) {
+  run_own<double>(k, la, lb, m, n, kk, a, b, c, ldc, beta);
+}
+
+}  // namespace ag::detail

@@ -1,0 +1,58 @@
+// ag's own GEMM (issue 29): C = A @ B (+ C), row-major C, A and B read through a transpose flag and
+// a leading dimension (detail::MatLayout), in the BLIS / llm.c manner: A and B packed into panels
+// that stay in cache, and a register-blocked microkernel per instruction set (AVX-512F, AVX2 with
+// FMA, and a portable one), chosen at run time from what the CPU supports (never its model name).
+//
+// detail::gemm (kernels/blas.cpp) is the one place GEMMs go through. It runs this GEMM where
+// OpenBLAS runs a core older than the CPU's instruction sets allow (OpenBLAS 0.3.21 picks its
+// kernels from a table of CPU models, and a CPU it does not know gets its oldest, Prescott), and
+// OpenBLAS otherwise. OpenBLAS stays the tested reference (tests/test_gemm.cpp), with the
+// textbook loop of matmul_reference.
+#pragma once
+
+#include <string>
+
+#include "autograd/kernels/blas.h"
+
+namespace ag::detail {
+
+// Who computes a GEMM: OpenBLAS, or ag's own kernel for one instruction set.
+enum class GemmKernel { OpenBLAS, Portable, Avx2, Avx512 };
+
+const char* gemm_kernel_name(GemmKernel k);
+// Whether this CPU can run k (OpenBLAS and Portable: always).
+bool gemm_kernel_supported(GemmKernel k);
+// ag's best kernel for this CPU: Avx512 (AVX-512F), Avx2 (AVX2 and FMA) or Portable.
+GemmKernel best_own_gemm_kernel();
+// The core OpenBLAS picked (openblas_get_corename()), and whether its kernels use fewer of the
+// CPU's instruction sets than ag's best kernel does.
+std::string openblas_core();
+bool openblas_core_is_older_than_cpu();
+// The kernel detail::gemm uses: the environment variable AG_GEMM (openblas, portable, avx2,
+// avx512) if set, else ag's best kernel where OpenBLAS's core is older than the CPU, else
+// OpenBLAS.
+GemmKernel gemm_kernel();
+// Overrides that choice for this process (tests and benchmarks); throws std::invalid_argument for a
+// kernel this CPU cannot run. RAII form below.
+void set_gemm_kernel(GemmKernel k);
+// Back to the automatic choice above.
+void reset_gemm_kernel();
+class GemmKernelGuard {
+ public:
+  explicit GemmKernelGuard(GemmKernel k) : prev_(gemm_kernel()) { set_gemm_kernel(k); }
+  ~GemmKernelGuard() { set_gemm_kernel(prev_); }
+  GemmKernelGuard(const GemmKernelGuard&) = delete;
+  GemmKernelGuard& operator=(const GemmKernelGuard&) = delete;
+
+ private:
+  GemmKernel prev_;
+};
+
+// c (m,n) = a (m,k) @ b (k,n) + beta c by ag's kernel `k` (not OpenBLAS), on the calling thread.
+// beta 0 overwrites c without reading it; beta 1 adds to it.
+void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const float* a, const float* b, float* c,
+              int ldc, float beta);
+void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const double* a, const double* b, double* c,
+              int ldc, double beta);
+
+}  // namespace ag::detail
