@@ -32,12 +32,14 @@ std::string isas() {
 
 std::string blas_core_warning() {
   if (!detail::openblas_core_is_older_than_cpu()) return "";
-  const detail::GemmKernel best = detail::best_own_gemm_kernel();
+  const detail::GemmKernel best = detail::best_own_gemm_kernel(), used = detail::gemm_kernel();
   const char* coretype = best == detail::GemmKernel::Avx512 ? "SkylakeX" : "Haswell";
   return "OpenBLAS runs its " + detail::openblas_core() + " kernels on this CPU, older than its " +
          (best == detail::GemmKernel::Avx512 ? "AVX-512F" : "AVX2 and FMA") + " allow (OpenBLAS picks them from a table of CPU models); " +
-         "ag computes its GEMMs with its own " + detail::gemm_kernel_name(best) +
-         " kernels instead. OPENBLAS_CORETYPE=" + coretype + " would give OpenBLAS its fast kernels.";
+         (used == detail::GemmKernel::OpenBLAS ? std::string("ag still uses them (AG_GEMM=openblas)")
+                                               : std::string("ag computes its GEMMs with its own ") + detail::gemm_kernel_name(used) +
+                                                     " kernels instead") +
+         ". OPENBLAS_CORETYPE=" + coretype + " would give OpenBLAS its fast kernels.";
 }
 
 std::string config() {

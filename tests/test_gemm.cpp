@@ -218,6 +218,14 @@ TEST(Gemm, ConfigNamesTheKernelAndWarnsOfAnOldOpenBLASCore) {
               std::string::npos)
         << w;
     EXPECT_NE(c.find("note: " + w), std::string::npos) << c;
+    // the kernel it names is the one in use, a forced one included
+    for (GemmKernel forced : {GemmKernel::OpenBLAS, GemmKernel::Portable}) {
+      detail::GemmKernelGuard guard(forced);
+      EXPECT_NE(ag::blas_core_warning().find(forced == GemmKernel::OpenBLAS ? "ag still uses them (AG_GEMM=openblas)"
+                                                                             : "with its own portable kernels instead"),
+                std::string::npos)
+          << ag::blas_core_warning();
+    }
     EXPECT_EQ(c.find("note:"), c.rfind("note:")) << "said once";
   } else {
     EXPECT_EQ(w, "");
