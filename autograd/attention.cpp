@@ -54,6 +54,30 @@ Tensor causal_qk_softmax_jvp(const Tensor& dq, const Tensor& dk, const Tensor& q
   return ds.defined() ? causal_softmax_backward(ds, y, divisor) : Tensor();
 }
 
+// causal_attention's backward rule in ag ops, from the weights y:
+// dw = tril(g @ v^T), ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q,
+// dv = tril(y)^T @ g
+Grads causal_attention_rule(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, const Tensor& v, bool gq, bool gk,
+                            bool gv, double divisor) {
+  Tensor dq, dk;
+  if (gq || gk) {
+    const Tensor ds = causal_softmax_backward(tril(matmul(g, v.transpose(-2, -1))), y, divisor);
+    if (gq) dq = matmul(ds, k);
+    if (gk) dk = matmul(ds.transpose(-2, -1), q);
+  }
+  return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
+}
+
+// causal_attention's jvp from the weights y and their tangent dy: dout = tril(dy) @ v + tril(y) @ dv
+Tensor causal_attention_jvp(const Tensor& dy, const Tensor& dv, const Tensor& y, const Tensor& v, const Size& batch) {
+  if (!dy.defined() && !dv.defined()) return Tensor();
+  if (jvp_kernel_applies({&dy, &dv}, {&y, &v})) return kernels::causal_matmul_jvp(dy, y, v, dv, batch);
+  Tensor dout;
+  if (dy.defined()) dout = causal_matmul(dy, v);
+  if (dv.defined()) dout = dout.defined() ? dout + causal_matmul(y, dv) : causal_matmul(y, dv);
+  return dout;
+}
+
 // Gives the weights y = causal_qk_softmax(q, k, divisor) their node.
 void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& batch, double divisor) {
   const bool gq = q.requires_grad(), gk = k.requires_grad();
@@ -126,26 +150,38 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
             divisor](const Tensor& g) -> Grads {
              const Tensor y = sy.get(), q = sq.get(), k = sk.get(), v = sv.get();
              if (!needs_grad({&g, &y, &q, &k, &v})) return kernels::causal_attention_backward(g, y, q, k, v, gq, gk, gv, batch, divisor);
-             Tensor dq, dk;
-             if (gq || gk) {
-               const Tensor ds = causal_softmax_backward(tril(matmul(g, v.transpose(-2, -1))), y, divisor);
-               if (gq) dq = matmul(ds, k);
-               if (gk) dk = matmul(ds.transpose(-2, -1), q);
-             }
-             return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
+             return causal_attention_rule(g, y, q, k, v, gq, gk, gv, divisor);
            },
            // jvp: dout = tril(dy) @ v + tril(y) @ dv, dy causal_qk_softmax's jvp (y's tangent)
-           [&](const Tangents& d) {
-             if (!dy.defined() && !d[2].defined()) return Tensor();
-             if (jvp_kernel_applies({&dy, &d[2]}, {&y, &v})) return kernels::causal_matmul_jvp(dy, y, v, d[2], batch);
-             Tensor dout;
-             if (dy.defined()) dout = causal_matmul(dy, v);
-             if (d[2].defined()) dout = dout.defined() ? dout + causal_matmul(y, d[2]) : causal_matmul(y, d[2]);
-             return dout;
-           });
+           [&](const Tangents& d) { return causal_attention_jvp(dy, d[2], y, v, batch); });
     detail::name_node(out, nullptr, "causal_attention");  // its rule: the fused one, not mm's
   }
   return {out, y};
+}
+
+Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v, double divisor) {
+  const Size batch = check_pair("causal_attention_output", q, k, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
+  check_pair("causal_attention_output", k, v, -2, -2, "keys (..., Tk, E) and values (..., Tk, Ev)");
+  // y = causal_softmax(q @ k^T, divisor) per matrix in cache, out = tril(y) @ v
+  Tensor out = kernels::causal_attention(q, k, v, batch, divisor, /*keep_weights=*/false).first;
+  if (!needs_grad({&q, &k, &v})) return out;
+  const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
+  // causal_attention's rule with y recomputed from q and k: dw = tril(g @ v^T),
+  // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q, dv = tril(y)^T @ g
+  record(out, "ScaledDotProductFlashAttentionForCpuBackward0", {q, k, v},
+         [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), gq, gk, gv, batch, divisor](const Tensor& g) -> Grads {
+           const Tensor q = sq.get(), k = sk.get(), v = sv.get();
+           if (!needs_grad({&g, &q, &k, &v})) return kernels::causal_attention_backward(g, Tensor(), q, k, v, gq, gk, gv, batch, divisor);
+           // the weights again, as an op: a graph of this backward reaches q and k through them
+           return causal_attention_rule(g, causal_qk_softmax(q, k, divisor), q, k, v, gq, gk, gv, divisor);
+         },
+         // jvp: dout = tril(dy) @ v + tril(y) @ dv, dy = causal_qk_softmax's jvp (y recomputed)
+         [&](const Tangents& d) {
+           const Tensor y = causal_qk_softmax(q, k, divisor);
+           return causal_attention_jvp(causal_qk_softmax_jvp(d[0], d[1], q, k, y, batch, divisor), d[2], y, v, batch);
+         });
+  detail::name_node(out, nullptr, "causal_attention_output");  // its rule row
+  return out;
 }
 
 }  // namespace ag

@@ -276,6 +276,12 @@ struct CausalAttentionOutput {
   Tensor out, weights;
 };
 CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double divisor = 1.0);
+// causal_attention's out alone, its weights never held: each matrix's are computed in cache, in the
+// forward and again from q and k in the backward (the kernels of causal_attention), so no
+// (..., Tq, Tk) tensor exists in either direction. One node, named as PyTorch's CPU flash
+// attention (ScaledDotProductFlashAttentionForCpuBackward0); causal_attention's rules with the
+// weights recomputed. nn::scaled_dot_product_attention(q, k, v, {}, true) runs it.
+Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v, double divisor = 1.0);
 
 // ---- masking and dropout (masked_fill.cpp, dropout.cpp) ----
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);  // mask broadcasts to t

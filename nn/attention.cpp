@@ -57,9 +57,13 @@ static bool is_causal_pattern(const Tensor& mask, int64_t t) {
 void set_fused_attention(bool enabled) { g_fused_attention = enabled; }
 bool fused_attention_enabled() { return g_fused_attention; }
 
-CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
-                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout,
-                                       AttentionImpl impl) {
+namespace {
+
+// nn::causal_attention; need_weights false (a module's forward, which returns no weights): the fused
+// path without dropout records causal_attention_output, which never holds the weights.
+CausalAttentionResult causal_attention_impl(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout,
+                                            AttentionImpl impl, bool need_weights) {
   const int64_t t = k.size(-2);
   if (impl == AttentionImpl::Composed) {
     Tensor scores = matmul(q, k.transpose(-2, -1));
@@ -79,12 +83,21 @@ CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, 
                                 " is not that pattern; choose AttentionImpl::Composed to apply another mask");
   }
   if (dropout.p == 0.0 || !dropout.is_training()) {  // dropout is the identity: both products in one op
+    if (!need_weights) return {causal_attention_output(q, k, v, divisor), Tensor()};
     auto [context, weights] = ag::causal_attention(q, k, v, divisor);
     return {context, weights};
   }
   // dropout keeps the weights' zeros above the diagonal, so causal_matmul reads them in place
   Tensor weights = dropout.forward(causal_qk_softmax(q, k, divisor));
   return {causal_matmul(weights, v), weights};
+}
+
+}  // namespace
+
+CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& mask, int64_t context_length, double divisor, Dropout& dropout,
+                                       AttentionImpl impl) {
+  return causal_attention_impl(who, q, k, v, mask, context_length, divisor, dropout, impl, /*need_weights=*/true);
 }
 
 CausalAttentionResult causal_attention(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -113,6 +126,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                 q.shape().str() + ", " + k.shape().str() + ", " + v.shape().str());
   }
   const int64_t L = q.size(-2), S = k.size(-2);
+  // causal, no other mask, no dropout: the fused node that never holds the (..., L, S) weights
+  // (causal_attention_output; the composed ops below are its reference)
+  if (is_causal && !attn_mask.defined() && dropout_p == 0.0 && S > 0 && q.is_floating_point() && q.dim() == k.dim() &&
+      k.dim() == v.dim() && q.dtype() == k.dtype() && k.dtype() == v.dtype() &&
+      std::equal(q.shape().begin(), q.shape().end() - 2, k.shape().begin()) &&
+      std::equal(k.shape().begin(), k.shape().end() - 2, v.shape().begin())) {
+    return causal_attention_output(q, k, v, std::sqrt(static_cast<double>(q.size(-1))));
+  }
   // scores (..., L, S) = q k^T / sqrt(E)
   Tensor scores = matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
   Tensor allowed;  // bool (..., L, S): true where a query may attend
@@ -288,21 +309,29 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_in, int64_t d_out_, int64_t ctx
   mask = register_buffer("mask", triu(ones({ctx, ctx}), 1));
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x) { return forward_with_weights(x).first; }
+namespace {
 
-std::pair<Tensor, Tensor> MultiHeadAttention::forward_with_weights(const Tensor& x) {
-  expect_rank(type_name(), x, 3, "(batch, seq, d_in)");
+// MultiHeadAttention's forward; without need_weights (forward) the fused ops hold no weights.
+std::pair<Tensor, Tensor> mha_forward(MultiHeadAttention& m, const Tensor& x, bool need_weights) {
+  expect_rank(m.type_name(), x, 3, "(batch, seq, d_in)");
   const int64_t b = x.size(0), t = x.size(1);
   // (B, T, d_out) -> (B, T, heads, head_dim) -> (B, heads, T, head_dim)
-  Tensor keys = W_key->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
-  Tensor values = W_value->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
-  Tensor queries = W_query->forward(x).view({b, t, num_heads, head_dim}).transpose(1, 2);
+  Tensor keys = m.W_key->forward(x).view({b, t, m.num_heads, m.head_dim}).transpose(1, 2);
+  Tensor values = m.W_value->forward(x).view({b, t, m.num_heads, m.head_dim}).transpose(1, 2);
+  Tensor queries = m.W_query->forward(x).view({b, t, m.num_heads, m.head_dim}).transpose(1, 2);
   // softmax(masked_fill(queries @ keys^T, mask, -inf) / sqrt(head_dim), -1), dropout, @ values
-  auto [context, weights] = causal_attention(type_name(), queries, keys, values, mask, context_length,
-                                             std::pow(static_cast<double>(keys.size(-1)), 0.5), *dropout, impl_for(attention));
+  auto [context, weights] = causal_attention_impl(m.type_name(), queries, keys, values, m.mask, m.context_length,
+                                                  std::pow(static_cast<double>(keys.size(-1)), 0.5), *m.dropout,
+                                                  impl_for(m.attention), need_weights);
   // (B, heads, T, head_dim) -> (B, T, heads, head_dim) -> (B, T, d_out)
-  context = context.transpose(1, 2).contiguous().view({b, t, d_out});
-  return {out_proj->forward(context), weights};
+  context = context.transpose(1, 2).contiguous().view({b, t, m.d_out});
+  return {m.out_proj->forward(context), weights};
 }
+
+}  // namespace
+
+Tensor MultiHeadAttention::forward(const Tensor& x) { return mha_forward(*this, x, /*need_weights=*/false).first; }
+
+std::pair<Tensor, Tensor> MultiHeadAttention::forward_with_weights(const Tensor& x) { return mha_forward(*this, x, true); }
 
 }  // namespace ag::nn

@@ -65,6 +65,8 @@ bool fused_attention_enabled();
 // the scores where true means "may attend" (PyTorch's convention); `is_causal` masks the upper
 // triangle. A query row with nothing to attend to gives zeros (not NaN) and zero gradients.
 // dropout_p > 0 applies dropout to the attention weights, as F.scaled_dot_product_attention does.
+// is_causal with no attn_mask and no dropout (q, k, v of one dtype and batch shape) is one fused
+// node that never holds the weights (ag::causal_attention_output, PyTorch's CPU flash attention).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},
                                     bool is_causal = false, double dropout_p = 0.0, Generator* gen = nullptr);
 

@@ -592,3 +592,99 @@ TEST(CausalAttentionOp, RejectsMismatchedShapesAndDtypes) {
             std::string::npos);
   EXPECT_NE(message([] { causal_attention(randn({5}), randn({5}), randn({5})); }).find("[causal_attention]"), std::string::npos);
 }
+
+// ---- causal_attention_output: the out alone, no weights held (nn::scaled_dot_product_attention's
+// causal path) ----
+
+namespace {
+
+// out and the three gradients (of sum(out * up)) by nn::scaled_dot_product_attention with
+// is_causal (the fused node), and by the composed definition
+// softmax(masked_fill(q k^T, above, -inf) / sqrt(E)) v
+std::array<Tensor, 4> sdpa_run(bool fused, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& up) {
+  Tensor q = leaf(q0), k = leaf(k0), v = leaf(v0), out;
+  if (fused) {
+    out = nn::scaled_dot_product_attention(q, k, v, {}, true);
+    EXPECT_EQ(out.grad_fn()->name(), "ScaledDotProductFlashAttentionForCpuBackward0");
+  } else {
+    const Tensor above = triu(ones({q.size(-2), k.size(-2)}), 1).bool_();
+    out = matmul(softmax(masked_fill(matmul(q, k.transpose(-2, -1)), above, -INFINITY) / std::sqrt(double(q.size(-1))), -1), v);
+  }
+  (out * up).sum().backward();
+  return {out, q.grad(), k.grad(), v.grad()};
+}
+
+template <class T>
+void expect_sdpa_matches_composed(const Tensor& q, const Tensor& k, const Tensor& v, const std::string& where) {
+  DimVector up_shape(q.shape().begin(), q.shape().end() - 1);
+  up_shape.push_back(v.size(-1));
+  const Tensor up = randn(up_shape, q.dtype());
+  const auto a = sdpa_run(true, q, k, v, up), b = sdpa_run(false, q, k, v, up);
+  const char* names[] = {"out", "dq", "dk", "dv"};
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(mismatches<T>(a[i], b[i]), 0) << names[i] << ", " << where;
+}
+
+}  // namespace
+
+TEST(CausalAttentionOutput, MatchesTheComposedDefinitionAcrossBlockSizesForwardAndBackward) {
+  manual_seed(40);
+  for (int64_t t : {1, 7, 17, 63, 64, 65, 130}) {
+    const std::string where = "T " + std::to_string(t);
+    expect_sdpa_matches_composed<float>(heads_view(2, t, 2, 8, kFloat32), heads_view(2, t, 2, 8, kFloat32),
+                                        heads_view(2, t, 2, 5, kFloat32), where + ", float32 heads views");
+    expect_sdpa_matches_composed<double>(heads_view(1, t, 3, 4, kFloat64), heads_view(1, t, 3, 4, kFloat64),
+                                         heads_view(1, t, 3, 6, kFloat64), where + ", float64 heads views");
+  }
+  expect_sdpa_matches_composed<float>(randn({2, 40, 8}), randn({2, 70, 8}), randn({2, 70, 3}), "L < S");
+  expect_sdpa_matches_composed<double>(randn({3, 8, 70}, kFloat64).transpose(1, 2), randn({3, 70, 8}, kFloat64),
+                                       randn({3, 3, 70}, kFloat64).transpose(1, 2), "q and v column-major");
+}
+
+TEST(CausalAttentionOutput, SameBitsAsCausalAttentionsOutWithInfAndNaN) {
+  // the same kernels with the weights in scratch: the same bits, NaN and inf included
+  manual_seed(44);
+  Tensor q = randn({1, 2, 70, 8}), k = randn({1, 2, 70, 8}), v = randn({1, 2, 70, 8});
+  v.data_ptr<float>()[(1 * 70 + 50) * 8 + 3] = INFINITY;
+  q.data_ptr<float>()[(0 * 70 + 2) * 8 + 1] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor up = randn({1, 2, 70, 8});
+  Tensor q1 = leaf(q), k1 = leaf(k), v1 = leaf(v), q2 = leaf(q), k2 = leaf(k), v2 = leaf(v);
+  const Tensor a = causal_attention_output(q1, k1, v1, 2.0), b = causal_attention(q2, k2, v2, 2.0).out;
+  (a * up).sum().backward();
+  (b * up).sum().backward();
+  EXPECT_EQ(bit_mismatches<float>(a, b), 0);
+  EXPECT_EQ(bit_mismatches<float>(q1.grad(), q2.grad()), 0);
+  EXPECT_EQ(bit_mismatches<float>(k1.grad(), k2.grad()), 0);
+  EXPECT_EQ(bit_mismatches<float>(v1.grad(), v2.grad()), 0);
+}
+
+TEST(CausalAttentionOutput, OneNodeStraightToQKAndV) {
+  manual_seed(41);
+  const Tensor q = leaf(randn({2, 3, 70, 8})), k = leaf(randn({2, 3, 70, 8})), v = leaf(randn({2, 3, 70, 8}));
+  const Tensor out = causal_attention_output(q, k, v, 2.0);
+  EXPECT_EQ(out.grad_fn()->name(), "ScaledDotProductFlashAttentionForCpuBackward0");
+  ASSERT_EQ(out.grad_fn()->next_functions().size(), 3u);  // no weights node between
+  for (const auto& [node, nr] : out.grad_fn()->next_functions()) EXPECT_EQ(node->name(), "AccumulateGrad");
+  // with a mask or dropout, nn's scaled_dot_product_attention is the composed ops
+  EXPECT_EQ(nn::scaled_dot_product_attention(q, k, v).grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(message([] { causal_attention_output(randn({2, 5, 4}), randn({2, 6, 4}), randn({2, 5, 4})); }),
+            "[causal_attention_output] expects keys (..., Tk, E) and values (..., Tk, Ev) of one floating point dtype with the "
+            "same batch dims, got torch.float32 [2, 6, 4] and torch.float32 [2, 5, 4]");
+}
+
+TEST(CausalAttentionOutput, MatchesFiniteDifferencesToSecondOrderInBothModes) {
+  manual_seed(43);
+  auto f = [](const std::vector<Tensor>& in) { return causal_attention_output(in[0], in[1], in[2], 1.3); };
+  std::vector<Tensor> rows70 = {randn({1, 70, 2}, kFloat64).requires_grad_(), randn({1, 70, 2}, kFloat64).requires_grad_(),
+                                randn({1, 70, 2}, kFloat64).requires_grad_()};
+  EXPECT_NO_THROW(gradcheck(f, rows70, GradcheckOptions{.check_forward_ad = true}));
+  std::vector<Tensor> small = {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({2, 7, 3}, kFloat64).requires_grad_(),
+                               randn({2, 7, 2}, kFloat64).requires_grad_()};
+  EXPECT_NO_THROW(gradcheck(f, small, GradcheckOptions{.check_forward_ad = true}));
+  EXPECT_NO_THROW(gradgradcheck(f, small));
+  GradgradcheckOptions both_orders;
+  both_orders.check_fwd_over_rev = true;
+  EXPECT_NO_THROW(gradgradcheck(f, small, {}, both_orders));
+  std::vector<Tensor> strided;
+  for (const Tensor& t : small) strided.push_back(testutil::strided_leaf(t.detach()));
+  EXPECT_NO_THROW(gradcheck(f, strided));
+}

@@ -78,13 +78,19 @@ TEST(NextFunctions, SeedGraphsWalkAsInPyTorch) {
   set_fused_attention(true);
   expect_walk("seed003_CausalAttention", ca_out);
   expect_walk("seed003_MultiHeadAttention", mha_out);
-  // fused (the default), the masked softmax and the two products are one fused node of ag's
+  // fused (the default), the masked softmax and the two products are one fused node of ag's:
+  // forward, which returns no weights, records the node that holds none (PyTorch's CPU flash
+  // attention's name); forward_with_weights the one whose weights are an output
   std::string fused;
   for (const auto& l : walk(mha.forward(batch))) fused += l + "\n";
-  // the context's node (PyTorch's name for weights @ values) leads to the three projections'
-  // transposes: no softmax node is on the way
+  // the context's node leads to the three projections' transposes: no softmax node is on the way
   EXPECT_EQ(fused.find("Softmax"), std::string::npos) << fused;
-  const std::string attention = "          UnsafeViewBackward0 [0]\n", projection = "            TransposeBackward0 [0]\n";
+  std::string with_weights;
+  for (const auto& l : walk(mha.forward_with_weights(batch).first)) with_weights += l + "\n";
+  EXPECT_NE(with_weights.find("          UnsafeViewBackward0 [0]\n            TransposeBackward0 [0]\n"), std::string::npos)
+      << with_weights;
+  const std::string attention = "          ScaledDotProductFlashAttentionForCpuBackward0 [0]\n",
+                    projection = "            TransposeBackward0 [0]\n";
   EXPECT_NE(fused.find(attention + projection), std::string::npos) << fused;
   int64_t projections = 0;
   for (std::size_t at = fused.find(projection); at != std::string::npos; at = fused.find(projection, at + 1)) ++projections;

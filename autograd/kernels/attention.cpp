@@ -378,7 +378,7 @@ static bool fusable(const Tensor& y_or_q, int64_t tq, int64_t tk, int64_t e, int
 }
 
 std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Size& batch,
-                                           double divisor) {
+                                           double divisor, bool keep_weights) {
   const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0), v = detail::blas_operand(v0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
   if (!fusable(q, tq, tk, e, ev)) {
@@ -387,17 +387,22 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
   }
   detail::check_blas_dims("causal_attention", tq, tk, e);
   detail::check_blas_dims("causal_attention", tq, ev, tk);
-  Tensor y = detail::make_tensor(with_matrix(batch, tq, tk), q.dtype());
+  // the weights: an output, or (keep_weights false) one matrix at a time in a per-thread scratch
+  Tensor y = keep_weights ? detail::make_tensor(with_matrix(batch, tq, tk), q.dtype()) : Tensor();
   Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v);
   dispatch_float(q.dtype(), "causal_attention", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k)), lv = *detail::layout_of(v),
                     ly{false, static_cast<int>(tk)};
-    for_each_matrix<4>(batch, {&q, &k, &v, &out}, double(tq) * tk * (e + ev), [] { return std::vector<T>(); },
-                       [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& scratch) {
-      T* py = y.data_ptr<T>() + index * tq * tk;
+    struct Scratch {
+      std::vector<T> tril, y;
+    };
+    for_each_matrix<4>(batch, {&q, &k, &v, &out}, double(tq) * tk * (e + ev),
+                       [&] { return Scratch{{}, keep_weights ? std::vector<T>() : scratch_matrix<T>(tq, tk)}; },
+                       [&](const std::array<int64_t, 4>& o, int64_t index, Scratch& s) {
+      T* py = keep_weights ? y.data_ptr<T>() + index * tq * tk : s.y.data();
       qk_softmax_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, py, tq, tk, e, static_cast<T>(divisor));
       // this matrix's weights are still in cache for the second product
-      tril_matmul_matrix<T>(py, ly, base<T>(v) + o[2], lv, out_row<T>(out, o[3], 0), ldc_of(out), tq, tk, ev, scratch);
+      tril_matmul_matrix<T>(py, ly, base<T>(v) + o[2], lv, out_row<T>(out, o[3], 0), ldc_of(out), tq, tk, ev, s.tril);
     });
   });
   return {out, y};
@@ -411,9 +416,10 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
   const Tensor g = detail::blas_operand(g0), q = detail::blas_operand(q0), k = detail::blas_operand(k0),
                v = detail::blas_operand(v0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
-  if (!fusable(y, tq, tk, e, ev) || g.numel() == 0) {
-    Grads wv = causal_matmul_backward(g, y, v, gq || gk, gv, batch);
-    Grads qk = gq || gk ? causal_qk_softmax_backward(wv[0], y, q, k, gq, gk, batch, divisor) : Grads{Tensor(), Tensor()};
+  if (!fusable(q, tq, tk, e, ev) || g.numel() == 0) {
+    const Tensor yy = y.defined() ? y : causal_qk_softmax(q, k, batch, divisor);
+    Grads wv = causal_matmul_backward(g, yy, v, gq || gk, gv, batch);
+    Grads qk = gq || gk ? causal_qk_softmax_backward(wv[0], yy, q, k, gq, gk, batch, divisor) : Grads{Tensor(), Tensor()};
     return {qk[0], qk[1], wv[1]};
   }
   Tensor dq = gq ? gemm_output(batch, tq, e, tq, q.dtype(), q) : Tensor();
@@ -426,13 +432,19 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
     const Tensor& dk_or_k = gk ? dk : k;
     const Tensor& dv_or_v = gv ? dv : v;
     struct Scratch {
-      std::vector<T> dw, ds, tril;
+      std::vector<T> dw, ds, tril, y;
     };
+    const bool recompute = !y.defined();
     for_each_matrix<7>(batch, {&g, &q, &k, &v, &dq_or_q, &dk_or_k, &dv_or_v}, 2.0 * tq * tk * (e + ev),
-                       [&] { return Scratch{scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), {}}; },
+                       [&] {
+                         return Scratch{scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), {},
+                                        recompute ? scratch_matrix<T>(tq, tk) : std::vector<T>()};
+                       },
                        [&](const std::array<int64_t, 7>& o, int64_t index, Scratch& s) {
       const T* pg = base<T>(g) + o[0];
-      const T* py = y.data_ptr<T>() + index * tq * tk;
+      const T* py = recompute ? s.y.data() : y.data_ptr<T>() + index * tq * tk;
+      if (recompute)  // the forward's weights again, the same GEMMs and softmax (the same bits)
+        qk_softmax_matrix<T>(base<T>(q) + o[1], lq, base<T>(k) + o[2], transposed(lk), s.y.data(), tq, tk, e, static_cast<T>(divisor));
       if (gq || gk) {
         tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[3], lv, s.dw.data(), tq, tk, ev);
         causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor));

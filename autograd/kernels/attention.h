@@ -33,10 +33,14 @@ Grads causal_matmul_backward(const Tensor& g, const Tensor& w, const Tensor& v, 
 // Both in one pass per matrix, the same GEMM calls as the two above (so the same bits):
 // {out, y} with y = causal_qk_softmax(q, k, divisor) and out = causal_matmul(y, v), the second
 // product run while the matrix's y is still in cache.
-std::pair<Tensor, Tensor> causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Size& batch, double divisor);
+// keep_weights false: y stays one matrix at a time in a per-thread scratch and the second tensor
+// returned is undefined (no (batch..., tq, tk) tensor: scaled_dot_product_attention's forward).
+std::pair<Tensor, Tensor> causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Size& batch, double divisor,
+                                           bool keep_weights = true);
 // {dq, dk, dv} (each only if asked for) from the gradient g of out: dw = tril(g @ v^T),
 // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q, dv = tril(y)^T @ g,
-// with dw and ds kept in per-thread scratch matrices instead of (batch..., tq, tk) tensors.
+// with dw and ds kept in per-thread scratch matrices instead of (batch..., tq, tk) tensors. With y
+// undefined, each matrix's y is recomputed from q and k into a scratch matrix (the forward's bits).
 Grads causal_attention_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, const Tensor& v, bool gq,
                                 bool gk, bool gv, const Size& batch, double divisor);
 

@@ -20,7 +20,12 @@ TinyCausalLM::TinyCausalLM(int64_t vocab, int64_t context, int64_t dim, int64_t 
   positions = register_buffer("positions", arange(static_cast<double>(context)));
 }
 
-Tensor TinyCausalLM::forward(const Tensor& idx) { return forward_with_weights(idx).first; }
+// training's forward: the attention module's, which holds no weights (fused: causal_attention_output)
+Tensor TinyCausalLM::forward(const Tensor& idx) {
+  const int64_t t = idx.size(1);
+  const Tensor x = tok->forward(idx) + pos->forward(positions.slice(0, 0, t));
+  return head->forward(x + attn->forward(x));
+}
 
 std::pair<Tensor, Tensor> TinyCausalLM::forward_with_weights(const Tensor& idx) {
   const int64_t t = idx.size(1);

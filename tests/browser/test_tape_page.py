@@ -84,8 +84,9 @@ def console_errors(driver):
 
 def step_through(driver, url, expected=None, values_kept=True, fused_rule=False):
     """Loads the page, steps through every node, and checks what it shows. Returns the node names in
-    the order the page ran them. With fused_rule, the fused attention node (printed as PyTorch
-    prints weights @ values, UnsafeViewBackward0) must show its own rule (Node::rule()), not a
+    the order the page ran them. With fused_rule, the fused attention node (UnsafeViewBackward0,
+    as PyTorch prints weights @ values, or without weights ScaledDotProductFlashAttentionForCpuBackward0)
+    must show its own rule (Node::rule()), not a
     view's."""
     driver.get(url)
     n = driver.execute_script("return tape.steps.length")
@@ -103,9 +104,9 @@ def step_through(driver, url, expected=None, values_kept=True, fused_rule=False)
         check(position(driver) == k, f"next did not go to step {k}")
         title = driver.find_element(By.ID, "step-title")
         names.append(title.get_attribute("data-name"))
-        if fused_rule and names[-1] == "UnsafeViewBackward0":
+        if fused_rule and names[-1] in ("UnsafeViewBackward0", "ScaledDotProductFlashAttentionForCpuBackward0"):
             rule = driver.find_element(By.ID, "details").text
-            fused_shown = fused_shown or ("causal_attention(" in rule or "causal_matmul(" in rule)
+            fused_shown = fused_shown or any(f in rule for f in ("causal_attention(", "causal_matmul(", "causal_attention_output("))
         node = int(title.get_attribute("data-node"))
         current = driver.find_elements(By.CSS_SELECTOR, "g.node.current")
         check(len(current) == 1 and current[0].get_attribute("data-node") == str(node),
@@ -114,7 +115,7 @@ def step_through(driver, url, expected=None, values_kept=True, fused_rule=False)
             missing = driver.find_elements(By.CSS_SELECTOR, "#details .missing")
             check(len(missing) > 0, f"step {k}: no 'not recorded' note without kept values")
     if fused_rule:
-        check(fused_shown, f"{url}: no UnsafeViewBackward0 step shows the fused attention rule")
+        check(fused_shown, f"{url}: no fused attention step shows the fused attention rule")
     check(driver.find_element(By.ID, "next").get_attribute("disabled") is not None, "next is enabled at the last step")
     check(len(driver.find_elements(By.CSS_SELECTOR, "g.node.done")) == n - 1, "not every node is marked done at the end")
 
