@@ -33,21 +33,12 @@ Size check_pair(const char* op, const Tensor& a, const Tensor& b, int64_t a_dim,
   return Size(DimVector(a.shape().begin(), a.shape().end() - 2));
 }
 
-// Whether a jvp rule may run its kernel: the tangent's computation records no graph (nothing
-// requires grad: no reverse-over-forward) and every defined tangent has the primals' dtype.
-bool jvp_kernel_applies(std::initializer_list<const Tensor*> tangents, std::initializer_list<const Tensor*> primals) {
-  const DType dtype = (*primals.begin())->dtype();
-  for (const Tensor* d : tangents)
-    if (d->defined() && (d->dtype() != dtype || d->requires_grad())) return false;
-  return !needs_grad(primals);
-}
-
 // jvp of y = causal_qk_softmax(q, k, divisor): ds = dq k^T + q dk^T, then causal_softmax's jvp
 // (its Jacobian is symmetric): dy = causal_softmax_backward(ds, y, divisor)
 Tensor causal_qk_softmax_jvp(const Tensor& dq, const Tensor& dk, const Tensor& q, const Tensor& k, const Tensor& y,
                              const Size& batch, double divisor) {
   if (!dq.defined() && !dk.defined()) return Tensor();
-  if (jvp_kernel_applies({&dq, &dk}, {&q, &k, &y})) return kernels::causal_qk_softmax_jvp(dq, dk, q, k, y, batch, divisor);
+  if (detail::tangent_kernel_applies({&dq, &dk}, {&q, &k, &y})) return kernels::causal_qk_softmax_jvp(dq, dk, q, k, y, batch, divisor);
   Tensor ds;
   if (dq.defined()) ds = matmul(dq, k.transpose(-2, -1));
   if (dk.defined()) ds = ds.defined() ? ds + matmul(q, dk.transpose(-2, -1)) : matmul(q, dk.transpose(-2, -1));
@@ -68,10 +59,24 @@ Grads causal_attention_rule(const Tensor& g, const Tensor& y, const Tensor& q, c
   return {dq, dk, gv ? matmul(tril(y).transpose(-2, -1), g) : Tensor()};
 }
 
+// Forward-over-reverse through causal_attention's backward with nothing to record (no
+// create_graph): the gradient g and the inputs carry tangents, and one kernel gives the rule's
+// gradients and their tangents (which the composed rule would push through each of its ops).
+// Undefined (y): recomputed. Empty where the kernel does not apply.
+Grads backward_with_tangents(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, const Tensor& v, bool gq,
+                             bool gk, bool gv, const Size& batch, double divisor) {
+  const Tensor dg = detail::tangent_of(g), dq = detail::tangent_of(q), dk = detail::tangent_of(k), dv = detail::tangent_of(v);
+  if (!detail::tangent_kernel_applies({&dg, &dq, &dk, &dv}, {&q, &g, &k, &v, &y})) return {};
+  const kernels::GradsWithTangents r = kernels::causal_attention_backward_jvp(g, dg, y, q, dq, k, dk, v, dv, gq, gk, gv, batch, divisor);
+  for (std::size_t i = 0; i < r.grads.size(); ++i)
+    if (r.grads[i].defined()) detail::set_tangent(r.grads[i], r.tangents[i]);
+  return r.grads;
+}
+
 // causal_attention's jvp from the weights y and their tangent dy: dout = tril(dy) @ v + tril(y) @ dv
 Tensor causal_attention_jvp(const Tensor& dy, const Tensor& dv, const Tensor& y, const Tensor& v, const Size& batch) {
   if (!dy.defined() && !dv.defined()) return Tensor();
-  if (jvp_kernel_applies({&dy, &dv}, {&y, &v})) return kernels::causal_matmul_jvp(dy, y, v, dv, batch);
+  if (detail::tangent_kernel_applies({&dy, &dv}, {&y, &v})) return kernels::causal_matmul_jvp(dy, y, v, dv, batch);
   Tensor dout;
   if (dy.defined()) dout = causal_matmul(dy, v);
   if (dv.defined()) dout = dout.defined() ? dout + causal_matmul(y, dv) : causal_matmul(y, dv);
@@ -118,7 +123,7 @@ Tensor causal_matmul(const Tensor& w, const Tensor& v) {
            },
            // jvp: dout = tril(dw) @ v + tril(w) @ dv
            [&](const Tangents& d) {
-             if (jvp_kernel_applies({&d[0], &d[1]}, {&w, &v})) return kernels::causal_matmul_jvp(d[0], w, v, d[1], batch);
+             if (detail::tangent_kernel_applies({&d[0], &d[1]}, {&w, &v})) return kernels::causal_matmul_jvp(d[0], w, v, d[1], batch);
              Tensor dy;
              if (d[0].defined()) dy = causal_matmul(d[0], v);
              if (d[1].defined()) dy = dy.defined() ? dy + causal_matmul(w, d[1]) : causal_matmul(w, d[1]);
@@ -150,6 +155,7 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
             divisor](const Tensor& g) -> Grads {
              const Tensor y = sy.get(), q = sq.get(), k = sk.get(), v = sv.get();
              if (!needs_grad({&g, &y, &q, &k, &v})) return kernels::causal_attention_backward(g, y, q, k, v, gq, gk, gv, batch, divisor);
+             if (Grads fr = backward_with_tangents(g, y, q, k, v, gq, gk, gv, batch, divisor); !fr.empty()) return fr;
              return causal_attention_rule(g, y, q, k, v, gq, gk, gv, divisor);
            },
            // jvp: dout = tril(dy) @ v + tril(y) @ dv, dy causal_qk_softmax's jvp (y's tangent)
@@ -162,6 +168,16 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
 Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v, double divisor) {
   const Size batch = check_pair("causal_attention_output", q, k, -1, -1, "queries (..., Tq, E) and keys (..., Tk, E)");
   check_pair("causal_attention_output", k, v, -2, -2, "keys (..., Tk, E) and values (..., Tk, Ev)");
+  // forward mode with nothing to record: out and its tangent in one pass (no weights recomputed)
+  if (detail::forward_ad_on()) {
+    const Tensor dq = detail::tangent_of(q), dk = detail::tangent_of(k), dv = detail::tangent_of(v);
+    if ((dq.defined() || dk.defined() || dv.defined()) && detail::tangent_kernel_applies({&dq, &dk, &dv}, {&q, &k, &v})) {
+      if (std::pair<Tensor, Tensor> fused = kernels::causal_attention_jvp(q, k, v, dq, dk, dv, batch, divisor); fused.first.defined()) {
+        detail::set_tangent(fused.first, fused.second);
+        return fused.first;
+      }
+    }
+  }
   // y = causal_softmax(q @ k^T, divisor) per matrix in cache, out = tril(y) @ v
   Tensor out = kernels::causal_attention(q, k, v, batch, divisor, /*keep_weights=*/false).first;
   if (!needs_grad({&q, &k, &v})) return out;
@@ -172,6 +188,7 @@ Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v
          [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), gq, gk, gv, batch, divisor](const Tensor& g) -> Grads {
            const Tensor q = sq.get(), k = sk.get(), v = sv.get();
            if (!needs_grad({&g, &q, &k, &v})) return kernels::causal_attention_backward(g, Tensor(), q, k, v, gq, gk, gv, batch, divisor);
+           if (Grads fr = backward_with_tangents(g, Tensor(), q, k, v, gq, gk, gv, batch, divisor); !fr.empty()) return fr;
            // the weights again, as an op: a graph of this backward reaches q and k through them
            return causal_attention_rule(g, causal_qk_softmax(q, k, divisor), q, k, v, gq, gk, gv, divisor);
          },

@@ -228,7 +228,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
            },
            // jvp: nll_loss is linear, so dloss = nll_loss(dlogp), dlogp = dx - sum(softmax(x) * dx) (log_softmax's jvp)
            [&](const Tangents& d) {
-             if (d[0].dtype() == logits.dtype() && !needs_grad({&d[0], &logits}))
+             if (detail::tangent_kernel_applies({&d[0]}, {&logits}))
                return kernels::cross_entropy_jvp(d[0], logits, stats, targets.ids, targets.count);
              const Tensor dlogp = d[0] - sum(softmax(logits, -1) * d[0], {-1}, true);
              return nll_loss(dlogp, target, ignore_index, reduction);

@@ -43,12 +43,6 @@ Grads matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool ga
   return {da, db};
 }
 
-// Whether every defined tangent has t's dtype (product_sum's GEMMs take one dtype).
-bool same_dtype(std::initializer_list<const Tensor*> tangents, const Tensor& t) {
-  for (const Tensor* d : tangents)
-    if (d->defined() && d->dtype() != t.dtype()) return false;
-  return t.is_floating_point();
-}
 
 // mm and bmm: both inputs at least 2-D.
 Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
@@ -67,7 +61,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b, const char* name) {
     },
     // jvp: dout = da @ b + a @ db
     [&](const Tangents& d) {
-      if (a.dim() == 2 && b.dim() == 2 && same_dtype({&d[0], &d[1]}, a) && !needs_grad({&d[0], &d[1], &a, &b}))
+      if (a.dim() == 2 && b.dim() == 2 && detail::tangent_kernel_applies({&d[0], &d[1]}, {&a, &b}))
         return kernels::product_sum(out.shape(), Tensor(), d[0], b, a, d[1]);  // the same sum, the GEMMs into one output
       Tensor dy;
       if (d[0].defined()) dy = matmul(d[0], b);
@@ -249,7 +243,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     },
     // jvp: dout = dbias + dx @ wt + x @ dwt
     [&](const Tangents& d) {
-      if (same_dtype({&d[0], &d[1], &d[2]}, x) && !needs_grad({&d[0], &d[1], &d[2], &x, &wt}))
+      if (detail::tangent_kernel_applies({&d[0], &d[1], &d[2]}, {&x, &wt}))
         return kernels::product_sum(out.shape(), d[0], d[1], wt, x, d[2]);  // the same sum, the GEMMs into one output
       Tensor dy;
       auto plus = [&dy](const Tensor& term) { dy = dy.defined() ? dy + term : term; };

@@ -307,6 +307,12 @@ inline Tensor tangent_of(const Tensor& t) {
 }
 // Gives t the tangent `tangent` (t's shape) at the live level; leaving the level drops it.
 void set_tangent(const Tensor& t, const Tensor& tangent);
+// Whether a rule may compute tangents by its kernel instead of its composed ag ops: no primal and
+// no tangent would record a node (grad mode off, or none requires grad: nobody differentiates the
+// tangent, as reverse-over-forward would), the primals are floating point and every defined
+// tangent has the first primal's dtype (the kernels take one dtype). For a jvp rule's tangents,
+// and for a backward rule whose gradient and saved tensors carry tangents (forward-over-reverse).
+bool tangent_kernel_applies(std::initializer_list<const Tensor*> tangents, std::initializer_list<const Tensor*> primals);
 // Runs `jvp` on the tangents of `inputs` and gives `out` the result, or throws PyTorch's error
 // ("Trying to use forward AD with <op> that does not support it") if an input has a tangent and
 // the op has no rule. record() calls it; an op that records no node calls it itself.

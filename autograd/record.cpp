@@ -181,6 +181,19 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+bool detail::tangent_kernel_applies(std::initializer_list<const Tensor*> tangents, std::initializer_list<const Tensor*> primals) {
+  const Tensor& first = **primals.begin();
+  if (!first.is_floating_point()) return false;
+  for (const Tensor* d : tangents)
+    if (d->defined() && d->dtype() != first.dtype()) return false;
+  if (!g_grad_enabled) return true;
+  for (const Tensor* t : tangents)
+    if (tracks_grad(t)) return false;
+  for (const Tensor* t : primals)
+    if (tracks_grad(t)) return false;
+  return true;
+}
+
 // Whether an op over these inputs makes a node (needs_grad() is also true for tangents alone).
 static bool makes_node(const Tensor* inputs, std::size_t n) {
   if (!g_grad_enabled) return false;

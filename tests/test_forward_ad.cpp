@@ -561,7 +561,7 @@ TEST(ForwardADOpTable, ForwardOverReverseEqualsReverseOverReverseOnEveryOp) {
 
 // The jvp rules of linear, 2-D matmul, causal attention's ops and cross_entropy run a kernel when
 // the tangent's computation records nothing (kernels::product_sum, causal_qk_softmax_jvp,
-// causal_matmul_jvp, cross_entropy_jvp), and their composed ag ops when it records a graph (a
+// causal_matmul_jvp, causal_attention_jvp (out and its tangent in one pass), cross_entropy_jvp), and their composed ag ops when it records a graph (a
 // primal that requires grad: reverse-over-forward). Both must give the same tangent, on
 // contiguous and strided inputs, with every subset of the inputs carrying a tangent.
 TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
@@ -585,6 +585,10 @@ TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
       {"causal_attention's weights", [](auto& x) { return causal_attention(x[0], x[1], x[2], 1.3).weights; },
        {{2, 5, 3}, {2, 6, 3}, {2, 6, 2}}},
       {"causal_attention, two row blocks", [](auto& x) { return causal_attention(x[0], x[1], x[2], 0.7).out; },
+       {{70, 3}, {70, 3}, {70, 2}}},
+      {"causal_attention_output", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 1.3); },
+       {{2, 5, 3}, {2, 6, 3}, {2, 6, 2}}},
+      {"causal_attention_output, two row blocks", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 0.7); },
        {{70, 3}, {70, 3}, {70, 2}}},
       {"cross_entropy", [targets](auto& x) { return cross_entropy(x[0], targets); }, {{5, 6}}},
       {"cross_entropy, ignore_index", [targets](auto& x) { return cross_entropy(x[0], targets, 4); }, {{5, 6}}},
@@ -625,7 +629,102 @@ TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
       }
     }
   }
-  EXPECT_EQ(compared, 2 * (6 * 7 + 6 * 3 + 2 * 1 - 1));  // 6 cases of 3 inputs, 6 of 2, 2 of 1
+  EXPECT_EQ(compared, 2 * (8 * 7 + 6 * 3 + 2 * 1 - 1));  // 8 cases of 3 inputs, 6 of 2, 2 of 1
+}
+
+// causal_attention_output computes out and its tangent in one pass when nothing records: out keeps
+// the forward's bits, inf and NaN included.
+TEST(JvpKernels, AttentionOutputWithItsTangentKeepsTheForwardsBits) {
+  for (const DType dtype : {kFloat32, kFloat64}) {
+    manual_seed(5);
+    Tensor q = randn({2, 3, 70, 4}, dtype), k = randn({2, 3, 70, 4}, dtype), v = randn({2, 3, 70, 5}, dtype);
+    {
+      NoGradGuard no_grad;
+      q.index_put_({0, 1, 3, 2}, std::numeric_limits<double>::infinity());
+      v.index_put_({1, 0, 9, 1}, std::numeric_limits<double>::quiet_NaN());
+    }
+    const Tensor plain = causal_attention_output(q, k, v, 2.0);
+    DualLevel level;
+    const Tensor dual = causal_attention_output(make_dual(q, randn_like(q)), make_dual(k, randn_like(k)), v, 2.0);
+    EXPECT_TRUE(unpack_dual(dual).tangent.defined());
+    const Tensor primal = unpack_dual(dual).primal;
+    EXPECT_EQ(dtype == kFloat32 ? testutil::bit_mismatches<float>(primal, plain) : testutil::bit_mismatches<double>(primal, plain), 0)
+        << dtype_name(dtype);
+    const std::vector<double> values = plain.to(kFloat64).to_vector<double>();
+    EXPECT_TRUE(std::any_of(values.begin(), values.end(), [](double x) { return std::isnan(x); }));  // the NaN reached out
+  }
+}
+
+// Forward-over-reverse through causal attention's fused backward: without create_graph the
+// gradients' tangents come from kernels::causal_attention_backward_jvp; with it (the backward's
+// graph is recorded) from the composed rule's ops, each pushing its tangent. Both must agree, with
+// every subset of q, k, v and the output gradient carrying a tangent.
+TEST(JvpKernels, ForwardOverReverseThroughAttentionEqualsTheComposedRule) {
+  struct Case {
+    std::string name;
+    std::function<Tensor(const std::vector<Tensor>&)> fn;
+    std::vector<std::vector<int64_t>> shapes;  // q, k, v
+    DType dtype;
+  };
+  const std::vector<Case> cases = {
+      {"causal_attention_output", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 1.3); },
+       {{2, 5, 3}, {2, 6, 3}, {2, 6, 2}}, kFloat64},
+      {"causal_attention_output, two row blocks", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 0.7); },
+       {{70, 3}, {70, 3}, {70, 2}}, kFloat64},
+      {"causal_attention's out", [](auto& x) { return causal_attention(x[0], x[1], x[2], 1.3).out; },
+       {{2, 2, 6, 3}, {2, 2, 6, 3}, {2, 2, 6, 4}}, kFloat64},
+      {"causal_attention_output, float32", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 2.0); },
+       {{3, 9, 4}, {3, 9, 4}, {3, 9, 5}}, kFloat32},
+  };
+  std::mt19937_64 rng(31);
+  int compared = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Tensor> xs, us;
+    for (const auto& shape : c.shapes) {
+      xs.push_back(random_like(zeros(shape, c.dtype), rng).to(c.dtype));
+      us.push_back(random_like(zeros(shape, c.dtype), rng).to(c.dtype));
+    }
+    Tensor out_shape;
+    {
+      NoGradGuard no_grad;
+      out_shape = c.fn(xs);
+    }
+    const Tensor gout = random_like(out_shape, rng).to(c.dtype), dgout = random_like(out_shape, rng).to(c.dtype);
+    for (const bool strided : {false, true}) {
+      SCOPED_TRACE(strided ? "strided inputs" : "contiguous inputs");
+      for (unsigned subset = 1; subset < 16u; ++subset) {  // bits 0-2: q, k, v; bit 3: the output gradient
+        SCOPED_TRACE("tangents on (bits) " + std::to_string(subset));
+        auto grads = [&](bool create_graph) {
+          DualLevel level;
+          std::vector<Tensor> duals;
+          for (std::size_t i = 0; i < 3; ++i) {
+            Tensor x = (strided ? testutil::strided_leaf(xs[i]) : xs[i]).detach().requires_grad_();
+            duals.push_back(subset >> i & 1u ? make_dual(x, strided ? testutil::strided_leaf(us[i]).detach() : us[i]) : x);
+          }
+          const Tensor g = subset & 8u ? make_dual(gout, dgout) : gout;
+          std::vector<Tensor> r;
+          for (const Tensor& gi : ag::grad({c.fn(duals)}, duals, {g}, std::nullopt, create_graph)) {
+            const forward_ad::UnpackedDual u = unpack_dual(gi);
+            if (!create_graph) EXPECT_FALSE(u.tangent.defined() && u.tangent.requires_grad()) << "the kernel's path records nothing";
+            r.push_back(u.primal.detach());
+            r.push_back(u.tangent.defined() ? u.tangent.detach() : zeros_like(u.primal));
+          }
+          return r;
+        };
+        const std::vector<Tensor> kernel = grads(false), rule = grads(true);
+        ASSERT_EQ(kernel.size(), 6u);
+        for (std::size_t i = 0; i < kernel.size(); ++i) {
+          SCOPED_TRACE(i % 2 ? "tangent of gradient " + std::to_string(i / 2) : "gradient " + std::to_string(i / 2));
+          const double tol = c.dtype == kFloat32 ? 1e-5 : 1e-12;
+          EXPECT_EQ(testutil::close_mismatches<double>(kernel[i].to(kFloat64), rule[i].to(kFloat64), tol, tol), 0)
+              << "max diff " << max_abs_diff(kernel[i].to(kFloat64), rule[i].to(kFloat64));
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 4 * 2 * 15 * 6);
 }
 
 // ---- ag::func against ag::functional ----

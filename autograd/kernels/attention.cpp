@@ -226,21 +226,23 @@ void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T*
 }
 
 // dw (tq, tk) = tril(g @ v^T), row stride tk: row block [r0, r0 + rows) over j < r0 + rows, and 0
-// above the diagonal (tril's backward).
+// above the diagonal (tril's backward). With beta = 1 the product is added to what dw holds.
 template <class T>
-void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv, T* pdw, int64_t tq, int64_t tk, int64_t e) {
+void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv, T* pdw, int64_t tq, int64_t tk, int64_t e,
+                           T beta = T(0)) {
   for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
     const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
     detail::gemm(lg, transposed(lv), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pg, lg, r0, 0), pv,
-                 pdw + r0 * tk, static_cast<int>(tk));
+                 pdw + r0 * tk, static_cast<int>(tk), beta);
     for (int64_t i = r0; i < r0 + rows; ++i) std::fill(pdw + i * tk + std::min(i + 1, tk), pdw + (i + 1) * tk, T(0));
   }
 }
 
-// dv (tk, e) = tril(w)^T @ g, row stride ldc: key block [c0, c0 + n) from queries i >= c0 only.
+// dv (tk, e) = tril(w)^T @ g, row stride ldc: key block [c0, c0 + n) from queries i >= c0 only
+// (the rows of keys no query sees are left as they are). With beta = 1 the product is added.
 template <class T>
 void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw, T* pdv, int ldc, int64_t tq, int64_t tk,
-                           int64_t e, std::vector<T>& scratch) {
+                           int64_t e, std::vector<T>& scratch, T beta = T(0)) {
   const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
   const int64_t bs = skip ? kBlock : tk;
   for (int64_t c0 = 0; c0 < tk; c0 += bs) {
@@ -249,15 +251,16 @@ void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw,
     MatLayout la{};
     const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
     detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
-                 at(pg, lg, first, 0), pdv + c0 * ldc, ldc);
+                 at(pg, lg, first, 0), pdv + c0 * ldc, ldc, beta);
   }
 }
 
 // From the scores' gradient ds (tq, tk), row stride tk: dq (tq, e) = ds @ k and dk (tk, e) =
-// ds^T @ q, each if its pointer is set, with row strides ldq and ldk.
+// ds^T @ q, each if its pointer is set, with row strides ldq and ldk (dk's rows of keys no query
+// sees are left as they are). With beta = 1 the products are added to what dq and dk hold.
 template <class T>
 void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLayout lk, T* pdq, int ldq, T* pdk, int ldk,
-                     int64_t tq, int64_t tk, int64_t e) {
+                     int64_t tq, int64_t tk, int64_t e, T beta = T(0)) {
   const MatLayout lds{false, static_cast<int>(tk)};
   if (pdq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
     const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
@@ -265,7 +268,7 @@ void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLa
     for (int64_t r0 = 0; r0 < tq; r0 += bs) {
       const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
       detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
-                   pdq + r0 * ldq, ldq);
+                   pdq + r0 * ldq, ldq, beta);
     }
   }
   if (pdk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
@@ -275,8 +278,45 @@ void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLa
       const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
       if (first == tq) break;  // keys no query sees: their gradient stays 0
       detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
-                   pds + first * tk + c0, at(pq, lq, first, 0), pdk + c0 * ldk, ldk);
+                   pds + first * tk + c0, at(pq, lq, first, 0), pdk + c0 * ldk, ldk, beta);
     }
+  }
+}
+
+// The scores' tangent ds = dq k^T + q dk^T (tq, tk), row stride tk, on the blocks the causal
+// softmax reads (as qk_softmax_matrix computes the scores); pdq or pdk null where that tangent is
+// zero (not both). The entries past a block's keys are left as they are.
+template <class T>
+void scores_tangent_matrix(const T* pq, MatLayout lq, const T* pkt, MatLayout lkt, const T* pdq, MatLayout ldq, const T* pdkt,
+                           MatLayout ldkt, T* pds, int64_t tq, int64_t tk, int64_t e) {
+  for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {  // row block [r0, r0 + rows) over keys j < r0 + rows
+    const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+    if (pdq) {
+      detail::gemm(ldq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pdq, ldq, r0, 0), pkt,
+                   pds + r0 * tk, static_cast<int>(tk));
+    }
+    if (pdkt) {
+      detail::gemm(lq, ldkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pq, lq, r0, 0), pdkt,
+                   pds + r0 * tk, static_cast<int>(tk), pdq ? T(1) : T(0));
+    }
+  }
+}
+
+// The tangent of ds = causal_softmax_backward(dw, y, divisor) for tangents ddw of dw and dy of y,
+// (tq, n) matrices with row stride n: with r = rowsum(dw y) and dr = rowsum(ddw y + dw dy),
+// dds = (dy (dw - r) + y (ddw - dr)) / divisor on j <= i, 0 above.
+template <class T>
+void causal_softmax_backward_jvp_rows(const T* dw, const T* ddw, const T* y, const T* dy, T* dds, int64_t tq, int64_t n,
+                                      T divisor) {
+  for (int64_t i = 0; i < tq; ++i) {
+    const int64_t m = std::min(i + 1, n), o = i * n;
+    T r = 0, dr = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      r += dw[o + j] * y[o + j];
+      dr += ddw[o + j] * y[o + j] + dw[o + j] * dy[o + j];
+    }
+    for (int64_t j = 0; j < m; ++j) dds[o + j] = (dy[o + j] * (dw[o + j] - r) + y[o + j] * (ddw[o + j] - dr)) / divisor;
+    std::fill(dds + o + m, dds + o + n, T(0));
   }
 }
 
@@ -476,19 +516,8 @@ Tensor causal_qk_softmax_jvp(const Tensor& dq0, const Tensor& dk0, const Tensor&
     const Tensor& dk_or_k = dk.defined() ? dk : k;
     for_each_matrix<4>(batch, {&q, &k, &dq_or_q, &dk_or_k}, 2.0 * tq * tk * e, [&] { return scratch_matrix<T>(tq, tk); },
                        [&](const std::array<int64_t, 4>& o, int64_t index, std::vector<T>& ds) {
-      for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {  // row block [r0, r0 + rows) over keys j < r0 + rows
-        const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
-        T beta = 0;
-        if (dq.defined()) {
-          detail::gemm(ldq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(dq) + o[2], ldq, r0, 0),
-                       base<T>(k) + o[1], ds.data() + r0 * tk, static_cast<int>(tk));
-          beta = 1;
-        }
-        if (dk.defined()) {
-          detail::gemm(lq, ldkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(base<T>(q) + o[0], lq, r0, 0),
-                       base<T>(dk) + o[3], ds.data() + r0 * tk, static_cast<int>(tk), beta);
-        }
-      }
+      scores_tangent_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, dq.defined() ? base<T>(dq) + o[2] : nullptr, ldq,
+                               dk.defined() ? base<T>(dk) + o[3] : nullptr, ldkt, ds.data(), tq, tk, e);
       const int64_t m = index * tq * tk;
       causal_softmax_backward_rows(ds.data(), y.data_ptr<T>() + m, dy.data_ptr<T>() + m, tq, tq, tk, static_cast<T>(divisor));
     });
@@ -523,6 +552,139 @@ Tensor causal_matmul_jvp(const Tensor& dw0, const Tensor& w0, const Tensor& v0, 
     });
   });
   return out;
+}
+
+// causal_attention_output and its tangent in one pass, one matrix at a time in per-thread
+// scratch: y (the forward's GEMMs and softmax, so out has the forward's bits), the scores' tangent
+// and dy = causal_softmax_backward(ds, y, divisor) (causal_qk_softmax_jvp's), then
+// out = tril(y) @ v and dout = tril(dy) @ v + tril(y) @ dv while both are in cache.
+std::pair<Tensor, Tensor> causal_attention_jvp(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& dq0,
+                                               const Tensor& dk0, const Tensor& dv0, const Size& batch, double divisor) {
+  const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0), v = detail::blas_operand(v0);
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
+  if (!fusable(q, tq, tk, e, ev)) return {};
+  detail::check_blas_dims("causal_attention", tq, tk, e);
+  detail::check_blas_dims("causal_attention", tq, ev, tk);
+  auto operand = [](const Tensor& d) { return d.defined() ? detail::blas_operand(d) : Tensor(); };
+  const Tensor dq = operand(dq0), dk = operand(dk0), dv = operand(dv0);
+  Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v), dout = gemm_output(batch, tq, ev, tq, q.dtype(), v);
+  dispatch_float(q.dtype(), "causal_attention_jvp", [&]<typename T>() {
+    const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k)), lv = *detail::layout_of(v),
+                    ly{false, static_cast<int>(tk)};
+    const MatLayout ldq = dq.defined() ? *detail::layout_of(dq) : lq, ldkt = dk.defined() ? transposed(*detail::layout_of(dk)) : lkt,
+                    ldv = dv.defined() ? *detail::layout_of(dv) : lv;
+    const Tensor& dq_or_q = dq.defined() ? dq : q;  // (an operand is needed either way for the offsets)
+    const Tensor& dk_or_k = dk.defined() ? dk : k;
+    const Tensor& dv_or_v = dv.defined() ? dv : v;
+    struct Scratch {
+      std::vector<T> y, ds, dy, tril;
+    };
+    for_each_matrix<8>(batch, {&q, &k, &v, &dq_or_q, &dk_or_k, &dv_or_v, &out, &dout}, 3.0 * tq * tk * (e + ev),
+                       [&] { return Scratch{scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), {}}; },
+                       [&](const std::array<int64_t, 8>& o, int64_t, Scratch& s) {
+      const T *pq = base<T>(q) + o[0], *pk = base<T>(k) + o[1], *pv = base<T>(v) + o[2];
+      qk_softmax_matrix<T>(pq, lq, pk, lkt, s.y.data(), tq, tk, e, static_cast<T>(divisor));
+      T* po = out_row<T>(out, o[6], 0);
+      tril_matmul_matrix<T>(s.y.data(), ly, pv, lv, po, ldc_of(out), tq, tk, ev, s.tril);
+      T* pdo = out_row<T>(dout, o[7], 0);
+      T beta = 0;
+      if (dq.defined() || dk.defined()) {
+        scores_tangent_matrix<T>(pq, lq, pk, lkt, dq.defined() ? base<T>(dq) + o[3] : nullptr, ldq,
+                                 dk.defined() ? base<T>(dk) + o[4] : nullptr, ldkt, s.ds.data(), tq, tk, e);
+        causal_softmax_backward_rows(s.ds.data(), s.y.data(), s.dy.data(), tq, tq, tk, static_cast<T>(divisor));
+        tril_matmul_matrix<T>(s.dy.data(), ly, pv, lv, pdo, ldc_of(dout), tq, tk, ev, s.tril);
+        beta = 1;
+      }
+      if (dv.defined()) tril_matmul_matrix<T>(s.y.data(), ly, base<T>(dv) + o[5], ldv, pdo, ldc_of(dout), tq, tk, ev, s.tril, beta);
+    });
+  });
+  return {out, dout};
+}
+
+// Forward-over-reverse through causal_attention's backward, one matrix at a time in per-thread
+// scratch: causal_attention_backward's gradients and their tangents, from the tangents dg, dq, dk,
+// dv of g, q, k, v. With the weights y (recomputed if undefined), their tangent
+// dy = causal_softmax_backward(dq k^T + q dk^T, y, divisor) (causal_qk_softmax_jvp's),
+// dw = tril(g v^T) and ds = causal_softmax_backward(dw, y, divisor):
+//   ddw = tril(dg v^T + g dv^T), dds = causal_softmax_backward's tangent (see the rows above),
+//   d(dq) = dds k + ds dk, d(dk) = dds^T q + ds^T dq, d(dv) = tril(dy)^T g + tril(y)^T dg.
+GradsWithTangents causal_attention_backward_jvp(const Tensor& g0, const Tensor& dg0, const Tensor& y, const Tensor& q0,
+                                                const Tensor& dq0, const Tensor& k0, const Tensor& dk0, const Tensor& v0,
+                                                const Tensor& dv0, bool gq, bool gk, bool gv, const Size& batch, double divisor) {
+  const Tensor g = detail::blas_operand(g0), q = detail::blas_operand(q0), k = detail::blas_operand(k0),
+               v = detail::blas_operand(v0);
+  const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
+  if (!fusable(q, tq, tk, e, ev) || g.numel() == 0) return {};
+  // a tangent that is zero (undefined) is computed with as zeros: this path is for the case where
+  // all carry one (forward-over-reverse), and stays exact for the others
+  auto tangent = [](const Tensor& d, const Tensor& like) {
+    return d.defined() ? detail::blas_operand(d) : detail::zeros_tensor(like.shape(), like.dtype());
+  };
+  const Tensor dg = tangent(dg0, g), dq = tangent(dq0, q), dk = tangent(dk0, k), dv = tangent(dv0, v);
+  GradsWithTangents r;
+  r.grads = {gq ? gemm_output(batch, tq, e, tq, q.dtype(), q) : Tensor(),
+             gk ? gemm_output(batch, tk, e, std::min(tq, tk), q.dtype(), k) : Tensor(),
+             gv ? gemm_output(batch, tk, ev, std::min(tq, tk), q.dtype(), v) : Tensor()};
+  r.tangents = {gq ? gemm_output(batch, tq, e, tq, q.dtype(), q) : Tensor(),
+                gk ? gemm_output(batch, tk, e, std::min(tq, tk), q.dtype(), k) : Tensor(),
+                gv ? gemm_output(batch, tk, ev, std::min(tq, tk), q.dtype(), v) : Tensor()};
+  dispatch_float(q.dtype(), "causal_attention_backward_jvp", [&]<typename T>() {
+    const MatLayout lg = *detail::layout_of(g), lq = *detail::layout_of(q), lk = *detail::layout_of(k),
+                    lv = *detail::layout_of(v), ldg = *detail::layout_of(dg), ldq = *detail::layout_of(dq),
+                    ldk = *detail::layout_of(dk), ldv = *detail::layout_of(dv), ly{false, static_cast<int>(tk)};
+    // an operand either way for the offsets of the outputs not asked for
+    const Tensor& o_gq = gq ? r.grads[0] : q;
+    const Tensor& o_gk = gk ? r.grads[1] : k;
+    const Tensor& o_gv = gv ? r.grads[2] : v;
+    const Tensor& o_tq = gq ? r.tangents[0] : q;
+    const Tensor& o_tk = gk ? r.tangents[1] : k;
+    const Tensor& o_tv = gv ? r.tangents[2] : v;
+    struct Scratch {
+      std::vector<T> y, dy, dw, ddw, ds, dds, tril;
+    };
+    const bool recompute = !y.defined();
+    for_each_matrix<14>(
+        batch, {&g, &q, &k, &v, &dg, &dq, &dk, &dv, &o_gq, &o_gk, &o_gv, &o_tq, &o_tk, &o_tv}, 6.0 * tq * tk * (e + ev),
+        [&] {
+          return Scratch{recompute ? scratch_matrix<T>(tq, tk) : std::vector<T>(), scratch_matrix<T>(tq, tk),
+                         scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk),
+                         scratch_matrix<T>(tq, tk), {}};
+        },
+        [&](const std::array<int64_t, 14>& o, int64_t index, Scratch& s) {
+          const T *pg = base<T>(g) + o[0], *pq = base<T>(q) + o[1], *pk = base<T>(k) + o[2], *pv = base<T>(v) + o[3];
+          const T *pdg = base<T>(dg) + o[4], *pdq = base<T>(dq) + o[5], *pdk = base<T>(dk) + o[6], *pdv = base<T>(dv) + o[7];
+          const T div = static_cast<T>(divisor);
+          if (recompute) qk_softmax_matrix<T>(pq, lq, pk, transposed(lk), s.y.data(), tq, tk, e, div);
+          const T* py = recompute ? s.y.data() : y.data_ptr<T>() + index * tq * tk;
+          // dy: the scores' tangent (into dds, free until later), then the softmax's jvp
+          scores_tangent_matrix<T>(pq, lq, pk, transposed(lk), pdq, ldq, pdk, transposed(ldk), s.dds.data(), tq, tk, e);
+          causal_softmax_backward_rows(s.dds.data(), py, s.dy.data(), tq, tq, tk, div);
+          if (gq || gk) {
+            tril_matmul_dw_matrix<T>(pg, lg, pv, lv, s.dw.data(), tq, tk, ev);
+            tril_matmul_dw_matrix<T>(pdg, ldg, pv, lv, s.ddw.data(), tq, tk, ev);
+            tril_matmul_dw_matrix<T>(pg, lg, pdv, ldv, s.ddw.data(), tq, tk, ev, T(1));
+            causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, div);
+            causal_softmax_backward_jvp_rows<T>(s.dw.data(), s.ddw.data(), py, s.dy.data(), s.dds.data(), tq, tk, div);
+            T* out_gq = gq ? out_row<T>(r.grads[0], o[8], 0) : nullptr;
+            T* out_gk = gk ? out_row<T>(r.grads[1], o[9], 0) : nullptr;
+            T* out_tq = gq ? out_row<T>(r.tangents[0], o[11], 0) : nullptr;
+            T* out_tk = gk ? out_row<T>(r.tangents[1], o[12], 0) : nullptr;
+            const int ld_gq = gq ? ldc_of(r.grads[0]) : 0, ld_gk = gk ? ldc_of(r.grads[1]) : 0;
+            const int ld_tq = gq ? ldc_of(r.tangents[0]) : 0, ld_tk = gk ? ldc_of(r.tangents[1]) : 0;
+            qk_grads_matrix<T>(s.ds.data(), pq, lq, pk, lk, out_gq, ld_gq, out_gk, ld_gk, tq, tk, e);
+            qk_grads_matrix<T>(s.dds.data(), pq, lq, pk, lk, out_tq, ld_tq, out_tk, ld_tk, tq, tk, e);
+            qk_grads_matrix<T>(s.ds.data(), pdq, ldq, pdk, ldk, out_tq, ld_tq, out_tk, ld_tk, tq, tk, e, T(1));
+          }
+          if (gv) {
+            tril_matmul_dv_matrix<T>(pg, lg, py, ly, out_row<T>(r.grads[2], o[10], 0), ldc_of(r.grads[2]), tq, tk, ev, s.tril);
+            T* out_tv = out_row<T>(r.tangents[2], o[13], 0);
+            const int ld_tv = ldc_of(r.tangents[2]);
+            tril_matmul_dv_matrix<T>(pg, lg, s.dy.data(), ly, out_tv, ld_tv, tq, tk, ev, s.tril);
+            tril_matmul_dv_matrix<T>(pdg, ldg, py, ly, out_tv, ld_tv, tq, tk, ev, s.tril, T(1));
+          }
+        });
+  });
+  return r;
 }
 
 }  // namespace ag::kernels

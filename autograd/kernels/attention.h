@@ -52,5 +52,23 @@ Tensor causal_qk_softmax_jvp(const Tensor& dq, const Tensor& dk, const Tensor& q
                              const Size& batch, double divisor);
 // dout = tril(dw) @ v + tril(w) @ dv, the second GEMM of each matrix adding into the first's output.
 Tensor causal_matmul_jvp(const Tensor& dw, const Tensor& w, const Tensor& v, const Tensor& dv, const Size& batch);
+// causal_attention's out (the same bits as causal_attention) and its tangent
+// dout = tril(dy) @ v + tril(y) @ dv, dy = causal_qk_softmax_jvp's, in one pass with y and dy one
+// matrix at a time in per-thread scratch; dq, dk, dv undefined where zero, not all three. Both
+// undefined for the degenerate shapes (an empty matrix dim): the rules compute those.
+std::pair<Tensor, Tensor> causal_attention_jvp(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dq,
+                                               const Tensor& dk, const Tensor& dv, const Size& batch, double divisor);
+
+// Forward-over-reverse through causal_attention_backward: its gradients {dq, dk, dv} (each only
+// if asked for) and their tangents for tangents dg, dq, dk, dv of g, q, k, v (undefined: zero),
+// the fast path of the composed rule's tangents when they record no graph. y may be undefined
+// (recomputed). Both lists are empty for the degenerate shapes (an empty matrix dim or g): the
+// composed rule computes those.
+struct GradsWithTangents {
+  Grads grads, tangents;
+};
+GradsWithTangents causal_attention_backward_jvp(const Tensor& g, const Tensor& dg, const Tensor& y, const Tensor& q,
+                                                const Tensor& dq, const Tensor& k, const Tensor& dk, const Tensor& v,
+                                                const Tensor& dv, bool gq, bool gk, bool gv, const Size& batch, double divisor);
 
 }  // namespace ag::kernels
