@@ -14,6 +14,7 @@
 #include "indexing.h"
 #include "node.h"
 #include "ops.h"
+#include "saved.h"
 #include "shape.h"
 #include "tape.h"
 #include "tensor.h"

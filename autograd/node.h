@@ -144,6 +144,12 @@ struct LeafHooks {
 //    reference cycle (node -> saved output -> node). get() gives it back its history only while
 //    a graph is being recorded: it is only ever unpacked by its own node's backward, which the
 //    engine is running, so that node is its grad_fn (PyTorch's unpack(saved_for) does the same).
+//  - Under a SavedTensorsHooks guard (saved.h) the data goes through the pack hook instead and
+//    is not held: get() calls the unpack hook, checks what it returns, and gives it the history
+//    above.
+namespace detail {
+struct PackedSaved;  // what the pack hook returned, with what get() needs besides (record.cpp)
+}
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -151,8 +157,11 @@ class SavedTensor {
   Tensor get() const;
 
  private:
+  Tensor unpack() const;
+
   Tensor t_;                          // the data, detached (with its grad_fn for a non-leaf)
   std::weak_ptr<TensorImpl> leaf_;    // a leaf that requires grad, while it lives
+  std::shared_ptr<const detail::PackedSaved> packed_;  // set (and t_ not) when hooks packed it
   uint64_t version_ = 0;
   bool is_output_ = false;
   uint32_t output_nr_ = 0;

@@ -12,6 +12,7 @@
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/pool.h"
+#include "autograd/saved.h"
 
 namespace ag {
 
@@ -104,6 +105,62 @@ thread_local const std::shared_ptr<Node>* g_running = nullptr;
 detail::RunningNode::RunningNode(const std::shared_ptr<Node>& n) : prev_(g_running) { g_running = &n; }
 detail::RunningNode::~RunningNode() { g_running = prev_; }
 
+// ---- saved-tensor hooks (saved.h) ----
+
+struct detail::PackedSaved {
+  std::any data;                                   // what pack_hook returned
+  std::function<Tensor(const std::any&)> unpack;   // the unpack_hook of the same guard
+  Size shape;
+  DType dtype = kFloat32;
+  std::weak_ptr<Storage> storage;                  // the original's, for the version check
+  std::shared_ptr<Node> grad_fn;                   // a non-leaf's history
+  Tensor tangent;                                  // forward mode: the saved tensor's tangent
+  // forward mode, the op's own output: the alias record() gives the output's tangent to once the
+  // op has computed it (this one case holds the data: the tangent is not known yet)
+  std::shared_ptr<TensorImpl> output_alias;
+};
+
+namespace {
+struct HookPair {
+  std::function<std::any(const Tensor&)> pack;
+  std::function<Tensor(const std::any&)> unpack;
+};
+thread_local std::vector<HookPair> g_saved_hooks;
+
+// The hooks run with grad mode off and no hooks of their own (their ops record nothing).
+class InsideHook {
+ public:
+  InsideHook() : no_grad_(), hooks_(std::move(g_saved_hooks)) { g_saved_hooks.clear(); }
+  ~InsideHook() { g_saved_hooks = std::move(hooks_); }
+  InsideHook(const InsideHook&) = delete;
+  InsideHook& operator=(const InsideHook&) = delete;
+
+ private:
+  NoGradGuard no_grad_;
+  std::vector<HookPair> hooks_;
+};
+
+std::string tensor_type(DType dt) {
+  return dt == kFloat32 ? "FloatTensor" : dt == kFloat64 ? "DoubleTensor" : dt == kInt64 ? "LongTensor" : "BoolTensor";
+}
+
+[[noreturn]] void modified_inplace(DType dt, const Size& shape, uint64_t now, uint64_t expected) {
+  throw std::runtime_error(
+      std::string("[autograd] one of the variables needed for gradient computation has been modified by an "
+                  "inplace operation: [torch.") + tensor_type(dt) + " " + shape.str() + "] is at version " +
+      std::to_string(now) + "; expected version " + std::to_string(expected) + " instead");
+}
+}  // namespace
+
+SavedTensorsHooks::SavedTensorsHooks(std::function<std::any(const Tensor&)> pack_hook,
+                                     std::function<Tensor(const std::any&)> unpack_hook) {
+  if (!pack_hook || !unpack_hook) throw std::invalid_argument("[saved_tensors_hooks] pack_hook and unpack_hook must both be set");
+  g_saved_hooks.push_back({std::move(pack_hook), std::move(unpack_hook)});
+}
+SavedTensorsHooks::~SavedTensorsHooks() {
+  if (!g_saved_hooks.empty()) g_saved_hooks.pop_back();
+}
+
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
   ++g_saved_count;
@@ -127,20 +184,62 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   }
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
+  if (g_saved_hooks.empty() || !g_grad_enabled) return;  // (no grad: no node will keep it)
+  // packed: the node keeps what pack_hook returns, and what unpacking needs besides, not the data
+  auto p = std::make_shared<detail::PackedSaved>();
+  p->unpack = g_saved_hooks.back().unpack;
+  p->shape = t_.shape();
+  p->dtype = t_.dtype();
+  p->storage = t_.impl()->storage;
+  p->grad_fn = t_.impl()->grad_fn;
+  if (t_.impl()->fw_grad) p->tangent = Tensor(t_.impl()->fw_grad);
+  if (is_output && detail::forward_ad_on()) p->output_alias = t_.impl_ptr();
+  const std::function<std::any(const Tensor&)> pack = g_saved_hooks.back().pack;
+  {
+    InsideHook inside;
+    p->data = pack(t_.detach());
+  }
+  packed_ = std::move(p);
+  t_ = Tensor();
+}
+
+Tensor SavedTensor::unpack() const {
+  const detail::PackedSaved& p = *packed_;
+  if (const std::shared_ptr<Storage> st = p.storage.lock(); st && st->version != version_)
+    modified_inplace(p.dtype, p.shape, st->version, version_);
+  Tensor u;
+  {
+    InsideHook inside;
+    u = p.unpack(p.data);
+  }
+  if (!u.defined() || u.shape() != p.shape || u.dtype() != p.dtype) {
+    throw std::runtime_error("[saved_tensors_hooks] unpack_hook must return a tensor of the saved tensor's shape and dtype: it "
+                             "returned " + (u.defined() ? std::string(dtype_name(u.dtype())) + " " + u.shape().str() : "an undefined tensor") +
+                             " for a saved " + dtype_name(p.dtype) + " " + p.shape.str());
+  }
+  Tensor out = u.detach();
+  if (is_output_ && g_grad_enabled && g_running) {  // as get() gives a saved output its history
+    out.impl()->grad_fn = *g_running;
+    out.impl()->output_nr = output_nr_;
+    out.impl()->requires_grad = true;
+  } else if (std::shared_ptr<TensorImpl> leaf = leaf_.lock(); leaf && g_grad_enabled) {
+    return Tensor(std::move(leaf));  // a graph being recorded must reach the leaf's .grad
+  } else if (p.grad_fn && !is_output_) {
+    out.impl()->grad_fn = p.grad_fn;
+    out.impl()->output_nr = output_nr_;
+    out.impl()->requires_grad = true;
+  }
+  if (!detail::forward_ad_on()) return out;
+  if (p.tangent.defined()) detail::set_tangent(out, p.tangent);
+  else if (p.output_alias && p.output_alias->fw_grad) detail::set_tangent(out, Tensor(p.output_alias->fw_grad));
+  return out;
 }
 
 Tensor SavedTensor::get() const {
+  if (packed_) return unpack();
   if (!t_.defined()) return t_;
   uint64_t now = t_.impl()->storage->version;
-  if (now != version_) {
-    static const char* const kTypes[] = {"FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor"};
-    const DType dt = t_.dtype();
-    const char* type = dt == kFloat32 ? kTypes[0] : dt == kFloat64 ? kTypes[1] : dt == kInt64 ? kTypes[2] : kTypes[3];
-    throw std::runtime_error(
-        std::string("[autograd] one of the variables needed for gradient computation has been modified by an "
-                    "inplace operation: [torch.") + type + " " + t_.shape().str() + "] is at version " +
-        std::to_string(now) + "; expected version " + std::to_string(version_) + " instead");
-  }
+  if (now != version_) modified_inplace(t_.dtype(), t_.shape(), now, version_);
   if (is_output_ && g_grad_enabled && g_running) {  // the output, with its history: its own node
     Tensor out = t_.detach();
     out.impl()->grad_fn = *g_running;

@@ -1,0 +1,35 @@
+// What backward keeps. Every node saves the tensors its rule needs (SavedTensor, node.h); for a
+// transformer those saved activations are most of training's memory. Saved-tensor hooks, as
+// torch.autograd.graph.saved_tensors_hooks: while a guard lives, every tensor a node saves goes
+// through `pack_hook` (which may copy it elsewhere, compress it, or keep it as it is), and
+// backward calls `unpack_hook` on what it returned when the rule needs the tensor.
+#pragma once
+
+#include <any>
+#include <functional>
+
+#include "tensor.h"
+
+namespace ag {
+
+// RAII, Python's `with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):`.
+// - While it lives, on this thread, every tensor a node saves (a rule's saved inputs and outputs,
+//   a custom Function's save_for_backward, a fused op's saved output) is passed to `pack_hook`,
+//   and the node keeps what it returns instead of the tensor.
+// - Backward calls `unpack_hook` on it each time the rule reads the tensor (once per backward
+//   pass), which must return a tensor of the saved tensor's shape and dtype (else an error naming
+//   both). The unpacked tensor gets the saved tensor's history back, so create_graph works.
+// - The guards nest; the innermost applies. The hooks run with grad mode off and no hooks of
+//   their own, so the ops inside them record nothing.
+// - The version check still applies to the original tensor: modifying it in place before
+//   backward is PyTorch's "modified by an inplace operation" error, for as long as it lives.
+// - pack_hook receives a detached alias of the saved tensor (its values, no history).
+class SavedTensorsHooks {
+ public:
+  SavedTensorsHooks(std::function<std::any(const Tensor&)> pack_hook, std::function<Tensor(const std::any&)> unpack_hook);
+  ~SavedTensorsHooks();
+  SavedTensorsHooks(const SavedTensorsHooks&) = delete;
+  SavedTensorsHooks& operator=(const SavedTensorsHooks&) = delete;
+};
+
+}  // namespace ag
