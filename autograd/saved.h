@@ -7,6 +7,7 @@
 
 #include <any>
 #include <functional>
+#include <vector>
 
 #include "tensor.h"
 
@@ -31,5 +32,21 @@ class SavedTensorsHooks {
   SavedTensorsHooks(const SavedTensorsHooks&) = delete;
   SavedTensorsHooks& operator=(const SavedTensorsHooks&) = delete;
 };
+
+// Activation checkpointing, PyTorch's torch.utils.checkpoint.checkpoint(fn, *inputs,
+// use_reentrant=False), built on the hooks above: fn runs as usual, but the tensors its ops save
+// are not kept, only a slot for each; the first time backward needs one, fn runs again from the
+// same inputs (under the random state it had, so dropout draws the same masks) and the slots are
+// filled from that run. The forward keeps the inputs and fn's outputs; the saved activations live
+// from the recompute until their node's backward has used them.
+// - Works with ag::grad, create_graph (the unpacked tensors carry the first forward's history,
+//   so second derivatives go through), retain_graph, and checkpoints nested inside fn.
+// - preserve_rng_state = false: the recompute draws from the random stream as it is then.
+// - Errors: with grad mode on, fn's outputs must include one that requires grad; an input changed
+//   in place between the forward and the recompute (PyTorch 1.13 would silently recompute from
+//   the changed value); a recompute that saves another number of tensors than the forward did.
+// fn must compute the same thing each time it is called with the same inputs and random state.
+std::vector<Tensor> checkpoint(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                               const std::vector<Tensor>& inputs, bool preserve_rng_state = true);
 
 }  // namespace ag

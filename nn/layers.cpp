@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "autograd/format.h"
+#include "autograd/saved.h"
 #include "nn/init.h"
 
 namespace ag::nn {
@@ -105,3 +107,28 @@ Tensor Sequential::forward(const Tensor& x) {
 }
 
 }  // namespace ag::nn
+
+namespace ag {
+
+Tensor checkpoint_sequential(const nn::Sequential& modules, int64_t segments, const Tensor& input, bool preserve_rng_state) {
+  const int64_t n = static_cast<int64_t>(modules.size());
+  if (segments < 1 || segments > n) {
+    throw std::invalid_argument("[checkpoint_sequential] segments must be between 1 and the number of modules (" + std::to_string(n) +
+                                "), got " + std::to_string(segments));
+  }
+  auto run = [&modules](int64_t begin, int64_t end, Tensor x) {
+    for (int64_t j = begin; j < end; ++j) x = modules[static_cast<std::size_t>(j)]->forward(x);
+    return x;
+  };
+  const int64_t size = n / segments;
+  Tensor x = input;
+  int64_t start = 0;
+  for (; start < size * (segments - 1); start += size) {
+    const int64_t end = start + size;
+    x = checkpoint([run, start, end](const std::vector<Tensor>& in) { return std::vector<Tensor>{run(start, end, in[0])}; }, {x},
+                   preserve_rng_state)[0];
+  }
+  return run(start, n, x);
+}
+
+}  // namespace ag

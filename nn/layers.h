@@ -138,3 +138,12 @@ class ModuleList : public Module {
 };
 
 }  // namespace ag::nn
+
+namespace ag {
+// PyTorch's torch.utils.checkpoint.checkpoint_sequential: the modules split into `segments`
+// chunks of size() / segments (the last takes the rest); every chunk but the last runs under
+// ag::checkpoint (autograd/saved.h), so only its input is kept, and the last runs as usual.
+// segments must be between 1 and the number of modules. The modules must outlive the backward
+// pass (the recompute runs them again).
+Tensor checkpoint_sequential(const nn::Sequential& modules, int64_t segments, const Tensor& input, bool preserve_rng_state = true);
+}  // namespace ag
