@@ -268,6 +268,7 @@ std::vector<Tensor> CustomCall::finish(const char* name, std::vector<Tensor> out
     c.saved_.emplace_back(t, is_output);
   }
   c.to_save_.clear();
+  detail::adopt_saved(node);  // what it saved is its node's (saved_tensors())
   for (const auto& [key, v] : c.saved_data) {
     if (v.isTensor() && v.toTensor().defined() && node && v.toTensor().grad_fn() == node) {
       const std::string msg = fn + "saved_data[\"" + key + "\"] holds an output of the function, which would keep "

@@ -381,9 +381,11 @@ Tensor& index_put_impl(Tensor& self, const std::vector<TensorIndex>& ix, const T
       if (!dv.defined()) return base;
       return index_add(base, 0, positions(lin), index_select(dv.to(base.dtype()), 0, positions(keep)));
     };
-    record(updated, "IndexPutBackward0", {cur, v}, [written, accumulate, all = positions(a->lin)](const Tensor& g) -> Grads {
-      return {accumulate ? g : masked_fill(g, written, 0.0), index_select(g, 0, all)};
-    }, jvp);
+    record(updated, "IndexPutBackward0", {cur, v},
+           [sw = SavedTensor(written), accumulate, sa = SavedTensor(positions(a->lin))](const Tensor& g) -> Grads {
+             return {accumulate ? g : masked_fill(g, sw.get(), 0.0), index_select(g, 0, sa.get())};
+           },
+           jvp);
   }
   DimVector ps;
   for (int64_t dim : a->perm) ps.push_back(view.size(dim));

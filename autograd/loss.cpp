@@ -218,8 +218,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   if (needs_grad(logits)) {
     // loss = -(1/count) sum_i log_softmax(x)[i, t_i]  =>  dx = log_softmax's backward of -g/count at the targets
     record(out, "NllLossBackward0", {logits},
-           [sx = SavedTensor(logits), stats, ids = targets.ids, count = targets.count](const Tensor& g) -> Grads {
-             const Tensor x = sx.get();
+           [sx = SavedTensor(logits), ss = SavedTensor(stats), ids = targets.ids, count = targets.count](const Tensor& g) -> Grads {
+             const Tensor x = sx.get(), stats = ss.get();
              if (!needs_grad(g, x)) return {kernels::cross_entropy_backward(g, x, stats, ids, count)};
              // recording the backward's graph: nll_loss's rule, then log_softmax's
              const Tensor logp = log_softmax(x, -1);

@@ -27,6 +27,9 @@
 namespace ag {
 
 struct Node;
+namespace detail {
+struct PackedSaved;  // what a saved-tensor pack hook returned, with what unpacking needs (record.cpp)
+}
 struct NodeMeta;
 
 // One row of docs/derivatives.md's tables (embedded in the library when it is built): the op,
@@ -82,6 +85,15 @@ struct Node {
   bool released = false;  // set once backward ran without retain_graph (and freed what it saved)
   bool saves_tensors = true;  // whether its backward holds saved tensors (else it is never released)
   std::unique_ptr<NodeMeta> meta;  // null for almost every node
+  // What its backward holds, for saved_tensors() (saved.h): per tensor a SavedTensor keeps for
+  // it, a weak handle on what holds the values (the detached alias, or the hooks' packed record)
+  // and whether it is the node's own output. Both expire when backward frees the node's rule.
+  struct SavedRef {
+    std::weak_ptr<const void> holder;  // a TensorImpl, or (packed) a detail::PackedSaved
+    bool packed = false;
+    bool is_output = false;
+  };
+  SmallVec<SavedRef, 2> saved;
 
   // The slots of the backward pass now running (its GraphTask, engine_task.h), kept in the node
   // rather than in a hash map from node to state: graph data above, per-pass scratch here.
@@ -147,9 +159,6 @@ struct LeafHooks {
 //  - Under a SavedTensorsHooks guard (saved.h) the data goes through the pack hook instead and
 //    is not held: get() calls the unpack hook, checks what it returns, and gives it the history
 //    above.
-namespace detail {
-struct PackedSaved;  // what the pack hook returned, with what get() needs besides (record.cpp)
-}
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -314,6 +323,9 @@ inline Tensor tangent_of(const Tensor& t) {
   if (t.impl()->fw_grad) return Tensor(t.impl()->fw_grad);
   return t.impl()->view_base ? view_tangent_of_base(t) : Tensor();
 }
+// A custom Function saves after its node is made: the node takes what was saved since (for
+// saved_tensors()); null: it is dropped.
+void adopt_saved(const std::shared_ptr<Node>& node);
 // Gives t the tangent `tangent` (t's shape) at the live level; leaving the level drops it.
 void set_tangent(const Tensor& t, const Tensor& tangent);
 // Whether a rule may compute tangents by its kernel instead of its composed ag ops: no primal and

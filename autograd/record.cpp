@@ -67,6 +67,13 @@ bool take_saved_flag() {
   return saved;
 }
 thread_local std::vector<PendingSaved> g_pending_saved;
+// What SavedTensor's constructor saw since the last node was recorded: the node being recorded
+// takes them (Node::saved, for saved_tensors()).
+thread_local SmallVec<Node::SavedRef, 4> g_pending_refs;
+void take_pending_refs(Node& node) {
+  for (Node::SavedRef& r : g_pending_refs) node.saved.push_back(std::move(r));
+  g_pending_refs.clear();
+}
 // With a dual level alive: the op's own output saved for backward (as an alias, before the op
 // has computed its tangent), so record() can give that alias the tangent too.
 thread_local std::vector<std::pair<const TensorImpl*, std::shared_ptr<TensorImpl>>> g_saved_outputs;
@@ -92,6 +99,11 @@ void keep_values(Node& node, const Tensor* inputs, std::size_t n, const Tensor* 
 }
 }  // namespace
 bool detail::keep_values_on() { return g_keep_values; }
+void detail::adopt_saved(const std::shared_ptr<Node>& node) {
+  take_saved_flag();
+  if (node) take_pending_refs(*node);
+  g_pending_refs.clear();
+}
 void detail::set_keep_values(bool on) {
   g_keep_values = on;
   g_pending_saved.clear();
@@ -161,6 +173,40 @@ SavedTensorsHooks::~SavedTensorsHooks() {
   if (!g_saved_hooks.empty()) g_saved_hooks.pop_back();
 }
 
+std::vector<SavedTensorInfo> saved_tensors(const Tensor& root) {
+  std::vector<SavedTensorInfo> out;
+  if (!root.defined() || !root.grad_fn()) return out;
+  std::unordered_set<const Storage*> counted;
+  std::unordered_set<const Node*> seen{root.grad_fn().get()};
+  std::vector<const Node*> queue{root.grad_fn().get()};  // breadth-first: the order backward reaches them
+  for (std::size_t qi = 0; qi < queue.size(); ++qi) {
+    const Node& n = *queue[qi];
+    const DerivativeRule rule = n.saved.empty() ? DerivativeRule{} : n.rule();
+    for (const Node::SavedRef& r : n.saved) {
+      const std::shared_ptr<const void> holder = r.holder.lock();
+      if (!holder) continue;  // freed by a backward pass
+      SavedTensorInfo info{n.name(), rule.backward, {}, kFloat32, 0, r.is_output};
+      const Storage* storage = nullptr;
+      if (!r.packed) {
+        const auto& impl = *static_cast<const TensorImpl*>(holder.get());
+        info.shape = impl.shape;
+        info.dtype = impl.dtype;
+        storage = impl.storage.get();
+      } else {
+        const auto& p = *static_cast<const detail::PackedSaved*>(holder.get());
+        info.shape = p.shape;
+        info.dtype = p.dtype;
+        if (const Tensor* t = std::any_cast<Tensor>(&p.data); t && t->defined()) storage = t->impl()->storage.get();
+      }
+      if (storage && counted.insert(storage).second) info.bytes = static_cast<int64_t>(storage->nbytes);
+      out.push_back(std::move(info));
+    }
+    for (const Edge& e : n.next)
+      if (e.fn && seen.insert(e.fn.get()).second) queue.push_back(e.fn.get());
+  }
+  return out;
+}
+
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;  // "nothing saved": ops pass an undefined tensor when a grad is not needed
   ++g_saved_count;
@@ -184,7 +230,10 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   }
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
-  if (g_saved_hooks.empty() || !g_grad_enabled) return;  // (no grad: no node will keep it)
+  if (g_saved_hooks.empty() || !g_grad_enabled) {  // (no grad: no node will keep it)
+    g_pending_refs.push_back({t_.impl_ptr(), false, is_output});
+    return;
+  }
   // packed: the node keeps what pack_hook returns, and what unpacking needs besides, not the data
   auto p = std::make_shared<detail::PackedSaved>();
   p->unpack = g_saved_hooks.back().unpack;
@@ -199,6 +248,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
     InsideHook inside;
     p->data = pack(t_.detach());
   }
+  g_pending_refs.push_back({p, true, is_output});
   packed_ = std::move(p);
   t_ = Tensor();
 }
@@ -419,8 +469,14 @@ static inline __attribute__((always_inline)) void attach_node(Tensor& out, const
   const bool saved = take_saved_flag();
   std::vector<PendingSaved> pending;
   if (g_keep_values) pending.swap(g_pending_saved);
+  SmallVec<Node::SavedRef, 4> refs;
+  if (saved) refs = std::move(g_pending_refs);
   auto node = make_node(name, inputs, n);
   if (g_keep_values) g_pending_saved.swap(pending);
+  if (saved) {
+    g_pending_refs = std::move(refs);
+    take_pending_refs(*node);
+  }
   node->saves_tensors = saved;
   node->backward = std::move(fn);
   node->shape = out.shape();
@@ -439,6 +495,7 @@ static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::s
   } else {  // tangents only: no node, and nothing saved is kept
     take_saved_flag();
     g_pending_saved.clear();
+    g_pending_refs.clear();
   }
   const auto saved_outputs = std::move(g_saved_outputs);
   g_saved_outputs.clear();

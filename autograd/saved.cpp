@@ -1,6 +1,7 @@
 // Activation checkpointing (saved.h) on the saved-tensor hooks (record.cpp): the forward packs a
 // slot for each tensor fn's ops save, and the first unpack that finds its slot empty runs fn again
 // and fills every live slot from what that run saves, in the same order.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -69,6 +70,29 @@ struct Frame {
 };
 
 }  // namespace
+
+void print_saved_tensors(const Tensor& root, std::ostream& os) {
+  const std::vector<SavedTensorInfo> all = saved_tensors(root);
+  std::size_t wn = 4, ws = 5, wd = 5;
+  for (const SavedTensorInfo& s : all) {
+    wn = std::max(wn, s.node.size());
+    ws = std::max(ws, s.shape.str().size());
+    wd = std::max(wd, dtype_name(s.dtype).size());
+  }
+  auto pad = [](std::string s, std::size_t w) { return s.size() < w ? s + std::string(w - s.size(), ' ') : s; };
+  auto lpad = [](std::string s, std::size_t w) { return s.size() < w ? std::string(w - s.size(), ' ') + s : s; };
+  os << pad("node", wn) << "  " << pad("shape", ws) << "  " << pad("dtype", wd) << "  " << lpad("bytes", 10) << "  "
+     << pad("saved", 6) << "  rule\n";
+  int64_t total = 0;
+  for (const SavedTensorInfo& s : all) {
+    std::string rule = s.rule;
+    std::erase(rule, '`');
+    os << pad(s.node, wn) << "  " << pad(s.shape.str(), ws) << "  " << pad(dtype_name(s.dtype), wd) << "  "
+       << lpad(std::to_string(s.bytes), 10) << "  " << pad(s.is_output ? "output" : "input", 6) << "  " << rule << "\n";
+    total += s.bytes;
+  }
+  os << all.size() << " saved tensors, " << total << " bytes\n";
+}
 
 std::vector<Tensor> checkpoint(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                const std::vector<Tensor>& inputs, bool preserve_rng_state) {

@@ -7,6 +7,8 @@
 
 #include <any>
 #include <functional>
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "tensor.h"
@@ -32,6 +34,28 @@ class SavedTensorsHooks {
   SavedTensorsHooks(const SavedTensorsHooks&) = delete;
   SavedTensorsHooks& operator=(const SavedTensorsHooks&) = delete;
 };
+
+// One tensor a node of the graph keeps for its backward (saved_tensors below).
+struct SavedTensorInfo {
+  std::string node;  // the node's grad_fn name, e.g. "MulBackward0"
+  std::string rule;  // its backward rule (Node::rule(): docs/derivatives.md's row), e.g. "da = sum_to(g * b), ..."
+  Size shape;
+  DType dtype = kFloat32;
+  int64_t bytes = 0;  // of its storage, counted at the first tensor that holds it (0 after)
+  bool is_output = false;  // the node's own output (else an input or another tensor)
+};
+
+// Every tensor saved in the graph behind `root` (what backward will read), node by node in the
+// order backward reaches them, as JAX's print_saved_residuals shows them. A storage several
+// saved tensors share (a tensor saved by two nodes, views of one buffer) is counted once, so the
+// bytes add up to what the graph holds. A tensor packed by saved-tensor hooks counts the bytes of
+// what pack_hook returned if that is a Tensor, else 0 (the hook holds it: a checkpoint's slot
+// holds nothing until the recompute). Nodes whose backward has run (without retain_graph) hold
+// nothing any more.
+std::vector<SavedTensorInfo> saved_tensors(const Tensor& root);
+// The same as a table: one row per saved tensor (node, shape, dtype, bytes, input or output,
+// rule), then the total.
+void print_saved_tensors(const Tensor& root, std::ostream& os = std::cout);
 
 // Activation checkpointing, PyTorch's torch.utils.checkpoint.checkpoint(fn, *inputs,
 // use_reentrant=False), built on the hooks above: fn runs as usual, but the tensors its ops save

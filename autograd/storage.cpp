@@ -104,6 +104,11 @@ void detail::set_max_alloc_bytes(std::size_t bytes) { g_max_alloc.store(bytes ==
 // plus an offset is undefined behaviour, even when nothing is dereferenced).
 alignas(64) static char g_empty_block[64];
 
+namespace {
+thread_local int64_t g_thread_storage_bytes = 0;
+}
+int64_t detail::thread_storage_bytes() { return g_thread_storage_bytes; }
+
 Storage::Storage(std::size_t n) : nbytes(n) {
   if (n == 0) {
     data = g_empty_block;
@@ -112,6 +117,7 @@ Storage::Storage(std::size_t n) : nbytes(n) {
   if (n > detail::max_alloc_bytes()) cannot_allocate(n);
   if (n <= detail::kPoolMaxBlock) {  // small buffers: the per-thread free lists
     data = detail::pool_alloc(n);
+    g_thread_storage_bytes += static_cast<int64_t>(n);
     return;
   }
   const std::size_t rounded = (n + 63) / 64 * 64;
@@ -123,15 +129,18 @@ Storage::Storage(std::size_t n) : nbytes(n) {
       data = it->second.back();
       it->second.pop_back();
       c.cached -= rounded;
+      g_thread_storage_bytes += static_cast<int64_t>(n);
       return;
     }
   }
   data = std::aligned_alloc(64, rounded);
   if (!data) cannot_allocate(n);
+  g_thread_storage_bytes += static_cast<int64_t>(n);
 }
 
 Storage::~Storage() {
   if (!data || nbytes == 0) return;
+  g_thread_storage_bytes -= static_cast<int64_t>(nbytes);
   if (nbytes <= detail::kPoolMaxBlock) {
     detail::pool_free(data, nbytes);
     return;

@@ -27,6 +27,9 @@ namespace detail {
 // AddressSanitizer an oversized malloc would abort instead). The fuzzer lowers it.
 std::size_t max_alloc_bytes();
 void set_max_alloc_bytes(std::size_t bytes);
+// The bytes of the storages made on this thread minus those freed on it (one add per storage):
+// a test measures what a graph holds as the drop when the graph is destroyed.
+int64_t thread_storage_bytes();
 }  // namespace detail
 
 }  // namespace ag
