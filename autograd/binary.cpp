@@ -97,14 +97,18 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
         if (ga) da = sum_to(g, as);
         if (gb) db = sum_to(neg(g), bs);
         break;
-      case Op::Mul:  // out = a * b
-        if (ga) da = sum_to(mul(g, sb.get()), as);
-        if (gb) db = sum_to(mul(g, sa.get()), bs);
+      case Op::Mul: {  // out = a * b (a unpacked first, b second, as PyTorch's MulBackward0 does)
+        const Tensor av = sa.get(), bv = sb.get();
+        if (ga) da = sum_to(mul(g, bv), as);
+        if (gb) db = sum_to(mul(g, av), bs);
         break;
-      case Op::Div:  // out = a / b  =>  da = g / b, db = -g * a / b^2
-        if (ga) da = sum_to(div(g, sb.get()), as);
-        if (gb) db = sum_to(neg(div(mul(g, sa.get()), mul(sb.get(), sb.get()))), bs);
+      }
+      case Op::Div: {  // out = a / b  =>  da = g / b, db = -g * a / b^2
+        const Tensor av = sa.get(), bv = sb.get();
+        if (ga) da = sum_to(div(g, bv), as);
+        if (gb) db = sum_to(neg(div(mul(g, av), mul(bv, bv))), bs);
         break;
+      }
       case Op::Pow: {  // out = a^b  =>  da = g * b * a^(b-1) (0 where b = 0), db = g * out * log(a) (0 where a = 0 and b >= 0)
         const Tensor av = sa.get(), bv = sb.get();
         if (ga) da = sum_to(mul(g, where(eq(bv, 0.0), 0.0, mul(bv, pow(av, sub(bv, 1.0))))), as);

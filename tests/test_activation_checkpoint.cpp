@@ -10,6 +10,7 @@
 
 #include "autograd/autograd.h"
 #include "nn/layers.h"
+#include "golden_json.h"
 #include "test_util.h"
 
 using namespace ag;
@@ -205,4 +206,46 @@ TEST(Checkpointing, AnInputChangedInPlaceBeforeBackwardIsAnError) {
   }
   const std::string e2 = testutil::error_of([&] { z.sum().backward(); });
   EXPECT_NE(e2.find("modified by an inplace operation"), std::string::npos) << e2;
+}
+
+// Gradients through a checkpoint against PyTorch 1.13's torch.utils.checkpoint (use_reentrant=False)
+// on a float64 MLP and a causal attention block (tools/golden/make_saved_hooks_golden.py), from the
+// same inputs.
+TEST(Checkpointing, GradientsMatchPyTorchsCheckpointOnAnMlpAndAnAttentionBlock) {
+  const nlohmann::json& gold = testutil::golden_json("saved_hooks.json");
+  auto tensors = [](const nlohmann::json& list) {
+    std::vector<Tensor> out;
+    for (const auto& t : list) out.push_back(from_vector(t[1].get<std::vector<double>>(), t[0].get<std::vector<int64_t>>(), kFloat64));
+    return out;
+  };
+  auto check = [&](const char* which, const std::vector<Tensor>& wrt, const Tensor& loss) {
+    SCOPED_TRACE(which);
+    EXPECT_NEAR(loss.item(), gold[which]["loss"].get<double>(), 1e-12 * (1 + std::abs(loss.item())));
+    const std::vector<Tensor> g = grad({loss}, wrt);
+    const std::vector<Tensor> torch = tensors(gold[which]["grads"]);
+    ASSERT_EQ(g.size(), torch.size());
+    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_EQ(testutil::close_mismatches<double>(g[i], torch[i], 1e-12, 1e-12), 0) << "gradient " << i;
+  };
+  {
+    std::vector<Tensor> in = tensors(gold["mlp"]["inputs"]);
+    for (Tensor& t : in) t.requires_grad_();
+    const Tensor &w1 = in[0], &w2 = in[1], &w3 = in[2], &x = in[3];
+    const Tensor h = checkpoint([&](const std::vector<Tensor>& a) { return std::vector<Tensor>{tanh(matmul(tanh(matmul(a[0], w1)), w2))}; }, {x})[0];
+    check("mlp", in, matmul(h, w3).pow(2.0).sum());
+  }
+  {
+    std::vector<Tensor> in = tensors(gold["attention"]["inputs"]);
+    const Tensor c = in.back();
+    in.pop_back();
+    for (Tensor& t : in) t.requires_grad_();
+    const Tensor &wq = in[0], &wk = in[1], &wv = in[2], &x = in[3];
+    const Tensor mask = triu(ones({6, 6}), 1).to(kBool);
+    const Tensor out = checkpoint(
+        [&](const std::vector<Tensor>& a) {
+          const Tensor q = matmul(a[0], wq), k = matmul(a[0], wk), v = matmul(a[0], wv);
+          return std::vector<Tensor>{matmul(softmax(masked_fill(matmul(q, k.t()) / 2.0, mask, -INFINITY), -1), v)};
+        },
+        {x})[0];
+    check("attention", in, (out * c).sum());
+  }
 }

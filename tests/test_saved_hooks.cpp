@@ -14,6 +14,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/function.h"
+#include "golden_json.h"
 #include "test_util.h"
 
 using namespace ag;
@@ -269,4 +270,45 @@ TEST(SavedTensorsHooks, TheHooksRunWithoutGradAndWithoutHooksOfTheirOwn) {
   EXPECT_FALSE(saw_requires_grad) << "pack_hook receives a detached alias";
   const Tensor dx = grad({y}, {x})[0];
   EXPECT_EQ(testutil::close_mismatches<double>(dx, x.detach().exp(), 1e-12, 1e-12), 0);
+}
+
+// The pack and unpack calls on a small graph, in order, each naming the tensor it saw, against
+// PyTorch 1.13's (tools/golden/make_saved_hooks_golden.py): the same tensors saved by the same
+// nodes, packed in the forward's order and unpacked in the backward's.
+TEST(SavedTensorsHooks, PackAndUnpackCallsComeInPyTorchsOrder) {
+  manual_seed(0);
+  const Tensor x = randn({3, 4}, kFloat64).requires_grad_(), w = randn({3, 4}, kFloat64).requires_grad_(),
+               m = randn({4, 2}, kFloat64).requires_grad_();
+  std::vector<std::pair<std::string, Tensor>> names{{"x", x}, {"w", w}, {"m", m}};
+  auto name = [&](const Tensor& t) {
+    for (const auto& [k, v] : names)
+      if (v.data_ptr<double>() == t.data_ptr<double>()) return k;
+    return std::string("?");
+  };
+  std::vector<std::string> log;
+  Tensor s;
+  {
+    SavedTensorsHooks g(
+        [&](const Tensor& t) -> std::any {
+          log.push_back("pack:" + name(t));
+          return t;
+        },
+        [&](const std::any& a) {
+          const Tensor t = std::any_cast<Tensor>(a);
+          log.push_back("unpack:" + name(t));
+          return t;
+        });
+    const Tensor h = x * w;
+    names.emplace_back("h", h);
+    const Tensor t = h.tanh();
+    names.emplace_back("t", t);
+    const Tensor z = matmul(t, m);
+    names.emplace_back("z", z);
+    const Tensor e = z.exp();
+    names.emplace_back("e", e);
+    s = (e / z.sigmoid()).pow(2.0).sum();
+  }
+  s.backward();
+  const std::vector<std::string> torch = testutil::golden_json("saved_hooks.json")["events"].get<std::vector<std::string>>();
+  EXPECT_EQ(log, torch);
 }

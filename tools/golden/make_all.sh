@@ -9,7 +9,7 @@ py=/usr/bin/python3
 for script in make_golden make_creation_golden make_higher_order_golden make_next_word_golden \
               make_next_word_hvp_golden make_nn_modules_golden make_optim_golden make_reduce_index_golden \
               make_rng_golden make_safetensors_golden make_scheduler_golden make_traps_golden make_tutorials_golden make_custom_function_golden \
-              consumer seed004; do
+              make_saved_hooks_golden consumer seed004; do
   echo "== $script"
   "$py" "tools/golden/$script.py"
 done
