@@ -57,23 +57,21 @@ def flat(ts):
     return [[list(t.shape), t.reshape(-1).tolist()] for t in ts]
 
 
-def mlp():
+def leaves(*shapes):
+    """Tensors that require grad, drawn in order after torch.manual_seed(0)."""
     torch.manual_seed(0)
-    w1 = torch.randn(4, 8, requires_grad=True)
-    w2 = torch.randn(8, 8, requires_grad=True)
-    w3 = torch.randn(8, 2, requires_grad=True)
-    x = torch.randn(5, 4, requires_grad=True)
+    return [torch.randn(*shape, requires_grad=True) for shape in shapes]
+
+
+def mlp():
+    w1, w2, w3, x = leaves((4, 8), (8, 8), (8, 2), (5, 4))
     f = lambda a: torch.tanh(torch.tanh(a @ w1) @ w2)
     loss = (checkpoint(f, x, use_reentrant=False) @ w3).pow(2).sum()
     return {"inputs": flat([w1, w2, w3, x]), "loss": loss.item(), "grads": flat(torch.autograd.grad(loss, [w1, w2, w3, x]))}
 
 
 def attention():
-    torch.manual_seed(0)
-    wq = torch.randn(4, 4, requires_grad=True)
-    wk = torch.randn(4, 4, requires_grad=True)
-    wv = torch.randn(4, 4, requires_grad=True)
-    x = torch.randn(6, 4, requires_grad=True)
+    wq, wk, wv, x = leaves((4, 4), (4, 4), (4, 4), (6, 4))
     c = torch.randn(6, 4)
     mask = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
 
