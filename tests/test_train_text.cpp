@@ -27,6 +27,23 @@ TEST(TrainText, ValidationLossFallsWellBelowTheUnigramBaseline) {
   EXPECT_GT(spaces, 15) << r.sample;  // words, not noise
 }
 
+// --checkpoint recomputes each block in backward: the same gradients, so the same run, bit for bit
+// (losses, sample and final weights).
+TEST(TrainText, CheckpointedBlocksTrainTheSameModel) {
+  train_text::Config c{.file = AG_TRAIN_TEXT_DEFAULT, .layers = 3, .dim = 32, .heads = 4, .steps = 12, .batch = 4, .sample = 40};
+  const train_text::Report plain = train_text::run(c);
+  c.checkpoint = true;
+  const train_text::Report ckpt = train_text::run(c);
+  EXPECT_EQ(ckpt.final_train_loss, plain.final_train_loss);
+  EXPECT_EQ(ckpt.final_val_loss, plain.final_val_loss);
+  EXPECT_EQ(ckpt.sample, plain.sample);
+  ASSERT_EQ(ckpt.final_state.size(), plain.final_state.size());
+  int64_t differ = 0;
+  for (std::size_t i = 0; i < plain.final_state.size(); ++i)
+    differ += testutil::bit_mismatches<float>(ckpt.final_state[i].second, plain.final_state[i].second);
+  EXPECT_EQ(differ, 0);
+}
+
 TEST(TrainTextCli, BadArgumentsGiveOneLineAndNonZeroExit) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--file /nonexistent.txt", "--file: cannot open /nonexistent.txt"},

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       ("load", "start from a checkpoint", cxxopts::value<std::string>())
       ("save-every", "also save every N steps (0: only at the end)", cxxopts::value<int64_t>()->default_value("0"))
       ("dtype", "float32 or float64", cxxopts::value<std::string>()->default_value("float32"))
+      ("checkpoint", "activation checkpointing: keep each block's input only, recompute the block in backward")
       ("distributed", "data parallel over MPI: run under mpirun -np N; --batch is the global batch")
       ("overlap", "with --distributed: all-reduce gradients while backward runs (--overlap=false: after it)",
        cxxopts::value<bool>()->default_value("true"))
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
     if (a.count("load")) c.load_path = a["load"].as<std::string>();
     c.save_every = a["save-every"].as<int64_t>();
     c.dtype = a["dtype"].as<std::string>();
+    c.checkpoint = a.count("checkpoint") > 0;
     c.distributed = distributed;
     c.overlap = a["overlap"].as<bool>();
     train_text::validate(c);

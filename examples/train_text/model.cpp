@@ -32,7 +32,13 @@ CharTransformer::CharTransformer(int64_t vocab, int64_t ctx, int64_t dim, int64_
 Tensor CharTransformer::forward(const Tensor& idx) {
   const int64_t t = idx.size(1);
   Tensor x = tok->forward(idx) + pos->forward(positions.slice(0, 0, t));
-  for (const auto& b : *blocks) x = b->forward(x);
+  for (const auto& b : *blocks) {
+    if (checkpoint_blocks && ag::grad_enabled()) {
+      x = ag::checkpoint([b](const std::vector<Tensor>& in) { return std::vector<Tensor>{b->forward(in[0])}; }, {x})[0];
+    } else {
+      x = b->forward(x);
+    }
+  }
   return head->forward(ln_f->forward(x));
 }
 

@@ -27,6 +27,9 @@ class CharTransformer : public ag::nn::Module {
   // idx (B, T) int64 -> logits (B, T, vocab)
   Tensor forward(const Tensor& idx) override;
   int64_t context;
+  // Activation checkpointing (ag::checkpoint, autograd/saved.h): each block keeps only its input
+  // in the forward and runs again when backward needs what it saved (train_text --checkpoint).
+  bool checkpoint_blocks = false;
   std::shared_ptr<ag::nn::Embedding> tok, pos;
   std::shared_ptr<ag::nn::ModuleList<Block>> blocks;
   std::shared_ptr<ag::nn::LayerNorm> ln_f;

@@ -123,6 +123,7 @@ Report run(const Config& c, const std::function<void(int64_t, double, double)>& 
   manual_seed(c.seed);
   CharTransformer model(r.vocab, c.context, c.dim, c.heads, c.layers);
   if (c.dtype == "float64") model.to(kFloat64);
+  model.checkpoint_blocks = c.checkpoint;
   if (!c.load_path.empty()) nn::load(model, c.load_path);
   // Distributed: rank 0's parameters everywhere, gradients averaged after each backward.
   std::unique_ptr<dist::DistributedDataParallel> ddp;

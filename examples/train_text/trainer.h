@@ -24,6 +24,7 @@ struct Config {
   std::string save_path, load_path;
   int64_t save_every = 0;       // also save every this many steps (0: only at the end)
   std::string dtype = "float32";  // or "float64"
+  bool checkpoint = false;        // recompute each block in backward instead of keeping its activations
   // Data parallel over MPI (ag::dist must be initialized): every rank draws the same global batch
   // of `batch` windows and trains on its 1/N share; DistributedDataParallel averages the
   // gradients, so N ranks take the steps one process takes. Only rank 0 samples and saves.
