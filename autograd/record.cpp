@@ -152,6 +152,13 @@ class InsideHook {
   std::vector<HookPair> hooks_;
 };
 
+// Makes t output `nr` of node `fn`: how a saved tensor gets its history back.
+void give_history(TensorImpl& t, std::shared_ptr<Node> fn, uint32_t nr) {
+  t.grad_fn = std::move(fn);
+  t.output_nr = nr;
+  t.requires_grad = true;
+}
+
 std::string tensor_type(DType dt) {
   return dt == kFloat32 ? "FloatTensor" : dt == kFloat64 ? "DoubleTensor" : dt == kInt64 ? "LongTensor" : "BoolTensor";
 }
@@ -223,10 +230,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   } else if (!t.impl()->grad_fn) {
     leaf_ = t.impl_ptr();  // a leaf that requires grad: gradients through it must reach its .grad
   } else {
-    TensorImpl& a = *t_.impl();
-    a.requires_grad = true;
-    a.grad_fn = t.impl()->grad_fn;
-    a.output_nr = t.impl()->output_nr;
+    give_history(*t_.impl(), t.impl()->grad_fn, t.impl()->output_nr);
   }
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
@@ -269,15 +273,11 @@ Tensor SavedTensor::unpack() const {
   }
   Tensor out = u.detach();
   if (is_output_ && g_grad_enabled && g_running) {  // as get() gives a saved output its history
-    out.impl()->grad_fn = *g_running;
-    out.impl()->output_nr = output_nr_;
-    out.impl()->requires_grad = true;
+    give_history(*out.impl(), *g_running, output_nr_);
   } else if (std::shared_ptr<TensorImpl> leaf = leaf_.lock(); leaf && g_grad_enabled) {
     return Tensor(std::move(leaf));  // a graph being recorded must reach the leaf's .grad
   } else if (p.grad_fn && !is_output_) {
-    out.impl()->grad_fn = p.grad_fn;
-    out.impl()->output_nr = output_nr_;
-    out.impl()->requires_grad = true;
+    give_history(*out.impl(), p.grad_fn, output_nr_);
   }
   if (!detail::forward_ad_on()) return out;
   if (p.tangent.defined()) detail::set_tangent(out, p.tangent);
@@ -292,9 +292,7 @@ Tensor SavedTensor::get() const {
   if (now != version_) modified_inplace(t_.dtype(), t_.shape(), now, version_);
   if (is_output_ && g_grad_enabled && g_running) {  // the output, with its history: its own node
     Tensor out = t_.detach();
-    out.impl()->grad_fn = *g_running;
-    out.impl()->output_nr = output_nr_;
-    out.impl()->requires_grad = true;
+    give_history(*out.impl(), *g_running, output_nr_);
     if (t_.impl()->fw_grad) detail::set_tangent(out, Tensor(t_.impl()->fw_grad));
     return out;
   }

@@ -15,11 +15,30 @@ namespace ag {
 
 namespace {
 
-// What a node keeps for one tensor saved under checkpoint: its place in the forward's order, and
-// the value once a recompute has filled it (freed with the node, as the tensor would have been).
+// What a node keeps for one tensor saved under checkpoint: the value once a recompute has filled
+// it (freed with the node, as the tensor would have been). Its place in the forward's order is its
+// place in Frame::slots.
 struct Slot {
-  std::size_t index = 0;
   Tensor value;
+};
+
+// The default generator set to `state` for its scope, the live state given back after (also when
+// the scope ends by an exception); no state: nothing changes.
+class RandomStateAs {
+ public:
+  explicit RandomStateAs(const std::optional<Generator>& state) {
+    if (!state) return;
+    live_.emplace(default_generator());
+    default_generator() = *state;
+  }
+  ~RandomStateAs() {
+    if (live_) default_generator() = *live_;
+  }
+  RandomStateAs(const RandomStateAs&) = delete;
+  RandomStateAs& operator=(const RandomStateAs&) = delete;
+
+ private:
+  std::optional<Generator> live_;
 };
 
 struct Frame {
@@ -48,20 +67,12 @@ struct Frame {
     auto never = [](const std::any&) -> Tensor {
       throw std::logic_error("[checkpoint] a tensor saved by the recompute itself was unpacked");
     };
-    std::optional<Generator> live;
-    if (rng) {
-      live.emplace(default_generator());
-      default_generator() = *rng;
-    }
-    try {
+    {
+      RandomStateAs forward_state(rng);
       EnableGradGuard grad;
       SavedTensorsHooks hooks(fill, never);
       fn(inputs);
-    } catch (...) {
-      if (live) default_generator() = *live;
-      throw;
     }
-    if (live) default_generator() = *live;
     if (next != slots.size()) {
       throw std::runtime_error("[checkpoint] the recompute saved " + std::to_string(next) + " tensors for backward where the forward saved " +
                                std::to_string(slots.size()) + ": the checkpointed function must run the same ops each time");
@@ -110,7 +121,6 @@ std::vector<Tensor> checkpoint(const std::function<std::vector<Tensor>(const std
     auto pack = [weak](const Tensor&) -> std::any {
       const std::shared_ptr<Frame> f = weak.lock();
       auto slot = std::make_shared<Slot>();
-      slot->index = f->slots.size();
       f->slots.push_back(slot);
       return slot;
     };

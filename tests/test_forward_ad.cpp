@@ -397,6 +397,15 @@ Tensor random_like(const Tensor& t, std::mt19937_64& rng) {
   return from_vector(v, t.shape().vec(), kFloat64);
 }
 
+// Per shape, a point and a tangent of `dtype`, drawn in that order from rng.
+void random_points_and_tangents(const std::vector<std::vector<int64_t>>& shapes, DType dtype, std::mt19937_64& rng,
+                                std::vector<Tensor>& xs, std::vector<Tensor>& us) {
+  for (const auto& shape : shapes) {
+    xs.push_back(random_like(zeros(shape, dtype), rng).to(dtype));
+    us.push_back(random_like(zeros(shape, dtype), rng).to(dtype));
+  }
+}
+
 double dot_all(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -598,10 +607,7 @@ TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
   for (const JvpCase& c : cases) {
     SCOPED_TRACE(c.name);
     std::vector<Tensor> xs, us;
-    for (const auto& shape : c.shapes) {
-      xs.push_back(random_like(zeros(shape, kFloat64), rng));
-      us.push_back(random_like(zeros(shape, kFloat64), rng));
-    }
+    random_points_and_tangents(c.shapes, kFloat64, rng, xs, us);
     const std::size_t n = xs.size();
     for (const bool strided : {false, true}) {
       SCOPED_TRACE(strided ? "strided inputs" : "contiguous inputs");
@@ -681,10 +687,7 @@ TEST(JvpKernels, ForwardOverReverseThroughAttentionEqualsTheComposedRule) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     std::vector<Tensor> xs, us;
-    for (const auto& shape : c.shapes) {
-      xs.push_back(random_like(zeros(shape, c.dtype), rng).to(c.dtype));
-      us.push_back(random_like(zeros(shape, c.dtype), rng).to(c.dtype));
-    }
+    random_points_and_tangents(c.shapes, c.dtype, rng, xs, us);
     Tensor out_shape;
     {
       NoGradGuard no_grad;
