@@ -52,9 +52,10 @@ Tensor binary(Op op, const Tensor& a0, const Tensor& b0, const char* grad_name) 
   Tensor out = kernels::binary(op, a, b, shape, dt);
   if (!needs_grad(a, b)) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  // a is needed by db (mul, div, pow) and by pow's da
+  // a is needed by db (mul, div, pow) and by pow's da; b by da (mul, div, pow) and by div's and
+  // pow's db (PyTorch saves the same: x * w with only w requiring grad keeps x alone)
   SavedTensor sa(op == Op::Add || op == Op::Sub || (!gb && op != Op::Pow) ? Tensor() : a);
-  SavedTensor sb(op == Op::Add || op == Op::Sub ? Tensor() : b);
+  SavedTensor sb(op == Op::Add || op == Op::Sub || (!ga && op == Op::Mul) ? Tensor() : b);
   SavedTensor so(op == Op::Pow && gb ? out : Tensor(), /*is_output=*/true);
   // jvp, the rules below applied forward (a term is skipped where its input has no tangent):
   //   add: dy = da + db,  sub: dy = da - db,  mul: dy = da b + a db,  div: dy = da / b - db a / b^2,

@@ -138,6 +138,10 @@ struct HookPair {
   std::function<Tensor(const std::any&)> unpack;
 };
 thread_local std::vector<HookPair> g_saved_hooks;
+// With a dual level alive, whether the op now running pushes tangents but makes no node (its
+// inputs carry tangents, none requires grad): what it saves is then not given to pack_hook, as
+// in PyTorch, where such an op saves nothing. Set by needs_grad(), cleared by record().
+thread_local bool g_tangent_only = false;
 
 // The hooks run with grad mode off and no hooks of their own (their ops record nothing).
 class InsideHook {
@@ -180,6 +184,33 @@ SavedTensorsHooks::~SavedTensorsHooks() {
   if (!g_saved_hooks.empty()) g_saved_hooks.pop_back();
 }
 
+namespace detail {
+std::vector<SavedOfNode> saved_of(const Node& n) {
+  std::vector<SavedOfNode> out;
+  if (n.saved.empty()) return out;
+  const std::string rule = n.rule().backward;
+  for (const Node::SavedRef& r : n.saved) {
+    const std::shared_ptr<const void> holder = r.holder.lock();
+    if (!holder) continue;  // freed by a backward pass
+    SavedOfNode s{{n.name(), rule, {}, kFloat32, 0, r.is_output}, nullptr};
+    if (!r.packed) {
+      const auto& impl = *static_cast<const TensorImpl*>(holder.get());
+      s.info.shape = impl.shape;
+      s.info.dtype = impl.dtype;
+      s.storage = impl.storage.get();
+    } else {
+      const auto& p = *static_cast<const detail::PackedSaved*>(holder.get());
+      s.info.shape = p.shape;
+      s.info.dtype = p.dtype;
+      if (const Tensor* t = std::any_cast<Tensor>(&p.data); t && t->defined()) s.storage = t->impl()->storage.get();
+    }
+    if (s.storage) s.info.bytes = static_cast<int64_t>(s.storage->nbytes);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+}  // namespace detail
+
 std::vector<SavedTensorInfo> saved_tensors(const Tensor& root) {
   std::vector<SavedTensorInfo> out;
   if (!root.defined() || !root.grad_fn()) return out;
@@ -187,28 +218,11 @@ std::vector<SavedTensorInfo> saved_tensors(const Tensor& root) {
   std::unordered_set<const Node*> seen{root.grad_fn().get()};
   std::vector<const Node*> queue{root.grad_fn().get()};  // breadth-first: the order backward reaches them
   for (std::size_t qi = 0; qi < queue.size(); ++qi) {
-    const Node& n = *queue[qi];
-    const DerivativeRule rule = n.saved.empty() ? DerivativeRule{} : n.rule();
-    for (const Node::SavedRef& r : n.saved) {
-      const std::shared_ptr<const void> holder = r.holder.lock();
-      if (!holder) continue;  // freed by a backward pass
-      SavedTensorInfo info{n.name(), rule.backward, {}, kFloat32, 0, r.is_output};
-      const Storage* storage = nullptr;
-      if (!r.packed) {
-        const auto& impl = *static_cast<const TensorImpl*>(holder.get());
-        info.shape = impl.shape;
-        info.dtype = impl.dtype;
-        storage = impl.storage.get();
-      } else {
-        const auto& p = *static_cast<const detail::PackedSaved*>(holder.get());
-        info.shape = p.shape;
-        info.dtype = p.dtype;
-        if (const Tensor* t = std::any_cast<Tensor>(&p.data); t && t->defined()) storage = t->impl()->storage.get();
-      }
-      if (storage && counted.insert(storage).second) info.bytes = static_cast<int64_t>(storage->nbytes);
-      out.push_back(std::move(info));
+    for (detail::SavedOfNode& s : detail::saved_of(*queue[qi])) {
+      if (!s.storage || !counted.insert(s.storage).second) s.info.bytes = 0;
+      out.push_back(std::move(s.info));
     }
-    for (const Edge& e : n.next)
+    for (const Edge& e : queue[qi]->next)
       if (e.fn && seen.insert(e.fn.get()).second) queue.push_back(e.fn.get());
   }
   return out;
@@ -234,7 +248,8 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output
   }
   version_ = t.impl()->storage->version;
   output_nr_ = t.impl()->output_nr;
-  if (g_saved_hooks.empty() || !g_grad_enabled) {  // (no grad: no node will keep it)
+  // no grad, or an op that only pushes tangents: no node will keep it
+  if (g_saved_hooks.empty() || !g_grad_enabled || (g_tangent_only && detail::forward_ad_on())) {
     g_pending_refs.push_back({t_.impl_ptr(), false, is_output});
     return;
   }
@@ -308,25 +323,29 @@ static bool carries_tangent(const Tensor* t) {
   return i.fw_grad || (i.view_base && i.view_base->fw_grad && !i.no_fw_view);
 }
 
-bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+template <class It>
+static bool needs_grad_of(It begin, It end) {
+  bool grad = false;
   if (g_grad_enabled)
-    for (const Tensor* t : inputs)
-      if (tracks_grad(t)) return true;
-  if (!detail::forward_ad_on()) return false;
-  for (const Tensor* t : inputs)
-    if (carries_tangent(t)) return true;
-  return false;
+    for (It it = begin; it != end && !grad; ++it) grad = tracks_grad(&*it);
+  if (!detail::forward_ad_on()) return grad;
+  bool tangent = false;
+  for (It it = begin; it != end && !tangent && !grad; ++it) tangent = carries_tangent(&*it);
+  g_tangent_only = tangent;
+  return grad || tangent;
 }
 
-bool needs_grad(const std::vector<Tensor>& inputs) {
-  if (g_grad_enabled)
-    for (const Tensor& t : inputs)
-      if (tracks_grad(&t)) return true;
-  if (!detail::forward_ad_on()) return false;
-  for (const Tensor& t : inputs)
-    if (carries_tangent(&t)) return true;
-  return false;
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  struct Deref {  // iterates the pointers as tensors
+    const Tensor* const* p;
+    const Tensor& operator*() const { return **p; }
+    Deref& operator++() { ++p; return *this; }
+    bool operator!=(const Deref& o) const { return p != o.p; }
+  };
+  return needs_grad_of(Deref{inputs.begin()}, Deref{inputs.end()});
 }
+
+bool needs_grad(const std::vector<Tensor>& inputs) { return needs_grad_of(inputs.begin(), inputs.end()); }
 
 bool detail::tangent_kernel_applies(std::initializer_list<const Tensor*> tangents, std::initializer_list<const Tensor*> primals) {
   const Tensor& first = **primals.begin();
@@ -417,7 +436,15 @@ static std::shared_ptr<Node> make_node(const char* name, const Tensor* inputs, s
                                    "taken; its gradient would be wrong. Take the view again after the "
                                    "in-place op");
         }
-        detail::refresh_view(in);  // its base changed in place: a view of the base as it is now
+        // its base changed in place: a view of the base as it is now. That records a node of its
+        // own, which must not take what the op being recorded saved.
+        std::vector<PendingSaved> pending;
+        pending.swap(g_pending_saved);
+        SmallVec<Node::SavedRef, 4> refs = std::move(g_pending_refs);
+        g_pending_refs.clear();
+        detail::refresh_view(in);
+        g_pending_saved.swap(pending);
+        g_pending_refs = std::move(refs);
       }
       e.shape = in.shape();
       if (impl->grad_fn) {
@@ -462,19 +489,9 @@ void detail::drop_leaf_edges(const std::shared_ptr<Node>& from, const TensorImpl
 
 static inline __attribute__((always_inline)) void attach_node(Tensor& out, const char* name, const Tensor* inputs, std::size_t n,
                                                              BackwardFn&& fn) {
-  // what this op saved is taken first: make_node may record a node of its own (a view input whose
-  // base changed in place is refreshed), which must not take it
   const bool saved = take_saved_flag();
-  std::vector<PendingSaved> pending;
-  if (g_keep_values) pending.swap(g_pending_saved);
-  SmallVec<Node::SavedRef, 4> refs;
-  if (saved) refs = std::move(g_pending_refs);
   auto node = make_node(name, inputs, n);
-  if (g_keep_values) g_pending_saved.swap(pending);
-  if (saved) {
-    g_pending_refs = std::move(refs);
-    take_pending_refs(*node);
-  }
+  if (saved) take_pending_refs(*node);
   node->saves_tensors = saved;
   node->backward = std::move(fn);
   node->shape = out.shape();
@@ -488,6 +505,7 @@ static inline __attribute__((always_inline)) void attach_node(Tensor& out, const
 
 static void record_n(Tensor& out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn fn, const JvpFn& jvp) {
   if (!detail::forward_ad_on()) return attach_node(out, name, inputs, n, std::move(fn));
+  g_tangent_only = false;
   if (makes_node(inputs, n)) {
     attach_node(out, name, inputs, n, std::move(fn));
   } else {  // tangents only: no node, and nothing saved is kept
@@ -516,6 +534,7 @@ void record_multi(std::vector<Tensor>& outs, const std::vector<bool>& differenti
   if (outs.empty()) throw std::logic_error(std::string("[") + name + "] a node needs at least one output");
   auto node = make_node(name, inputs.data(), inputs.size());
   take_saved_flag();
+  g_tangent_only = false;  // a custom Function saves after this: its node exists
   node->saves_tensors = true;  // a custom Function's ctx may hold anything: freed after backward
   node->meta = std::make_unique<NodeMeta>();
   node->meta->backward_multi = std::move(fn);

@@ -53,6 +53,17 @@ struct SavedTensorInfo {
 // holds nothing until the recompute). Nodes whose backward has run (without retain_graph) hold
 // nothing any more.
 std::vector<SavedTensorInfo> saved_tensors(const Tensor& root);
+namespace detail {
+// What one node keeps (saved_tensors' rows for it), each with the storage it holds (null if
+// none: a checkpoint's empty slot, a pack_hook that returned no tensor) and `bytes` the whole
+// storage's: the tape explorer counts each storage once in its own order.
+struct SavedOfNode {
+  SavedTensorInfo info;
+  const Storage* storage;
+};
+std::vector<SavedOfNode> saved_of(const Node& n);
+}  // namespace detail
+
 // The same as a table: one row per saved tensor (node, shape, dtype, bytes, input or output,
 // rule), then the total.
 void print_saved_tensors(const Tensor& root, std::ostream& os = std::cout);

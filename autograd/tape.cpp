@@ -1,11 +1,12 @@
 // Recording one backward pass for the tape explorer: the graph from a root (nodes, leaves, where
-// each input comes from, the values kept under KeepValuesGuard), its layout by layer, and the
+// each input comes from, what each node saved, the values kept under KeepValuesGuard), its layout by layer, and the
 // engine's run of it, step by step, seen through detail::BackwardObserver. The page itself is
 // written by tape_html.cpp.
 #include "autograd/tape.h"
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "autograd/node.h"
@@ -223,6 +224,10 @@ BackwardTape record_backward(const Tensor& root, const std::vector<std::pair<std
   }
   lay_out(g, t);
 
+  // What each node saves, before the pass (which retains the graph, so it holds the same after)
+  std::vector<std::vector<detail::SavedOfNode>> saved;
+  for (const Node* n : g.nodes) saved.push_back(detail::saved_of(*n));
+
   // The pass: ag::grad's mode (inputs = the leaves) touches no .grad, and the graph is retained.
   std::vector<Tensor> inputs;
   for (const auto& l : g.leaves) inputs.emplace_back(l);
@@ -232,6 +237,23 @@ BackwardTape record_backward(const Tensor& root, const std::vector<std::pair<std
     run_backward({root}, {ones_like(root)}, /*retain_graph=*/true, /*create_graph=*/false, inputs);
   }
   t.leaf_grads = rec.sums();
+  // each storage's bytes go to the first node in the pass's order that holds it (then the nodes
+  // the pass did not reach, in graph order)
+  std::vector<int> order;
+  std::vector<bool> ran(g.nodes.size(), false);
+  for (const BackwardTape::Step& s : t.steps) {
+    if (!ran[static_cast<std::size_t>(s.node)]) order.push_back(s.node);
+    ran[static_cast<std::size_t>(s.node)] = true;
+  }
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (!ran[i]) order.push_back(static_cast<int>(i));
+  std::set<const Storage*> counted;
+  for (int i : order) {
+    for (detail::SavedOfNode& s : saved[static_cast<std::size_t>(i)]) {
+      if (!s.storage || !counted.insert(s.storage).second) s.info.bytes = 0;
+      t.nodes[static_cast<std::size_t>(i)].saved_tensors.push_back(std::move(s.info));
+    }
+  }
   return t;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "node.h"
+#include "saved.h"
 #include "tensor.h"
 
 namespace ag {
@@ -59,6 +60,10 @@ struct BackwardTape {
     bool kept = false;             // recorded under KeepValuesGuard: the three below are filled
     std::vector<Tensor> input_values, output_values, saved;
     std::vector<int> saved_from;   // per saved tensor: the input it is, -1 an output, -2 another
+    // What it keeps for backward, recorded with or without KeepValuesGuard: ag::saved_tensors'
+    // rows for this node, each storage's bytes counted at the first node the pass ran that holds
+    // it (so the nodes' bytes, summed in step order, are a running total of the graph's).
+    std::vector<SavedTensorInfo> saved_tensors;
   };
   struct LeafInfo {
     std::string name;              // from `names`, else "leaf 0", "leaf 1", ...
@@ -87,7 +92,8 @@ BackwardTape record_backward(const Tensor& root, const std::vector<std::pair<std
 // Writes the tape explorer of record_backward(root, names): one self-contained HTML file (its
 // script and style inline, nothing fetched) with the graph laid out by layer and controls to step
 // the backward pass node by node: each step's op and shapes, inputs, saved tensors, arriving
-// gradient, rule (from docs/derivatives.md), leaving gradients and the leaves' .grad so far.
+// gradient, rule (from docs/derivatives.md), what the node saved (shapes and bytes, with the
+// running total of the nodes run so far), leaving gradients and the leaves' .grad so far.
 void to_html(const Tensor& root, const std::string& path, const std::vector<std::pair<std::string, Tensor>>& names = {});
 
 }  // namespace ag

@@ -154,6 +154,10 @@ nlohmann::json to_json(const BackwardTape& t) {
     // the rule the node runs; without one, every row of its grad_fn name
     for (const DerivativeRule& r : n.rule.op.empty() ? derivative_rules(n.name) : std::vector<DerivativeRule>{n.rule})
       rules.push_back({{"section", r.section}, {"op", r.op}, {"grad_fn", r.grad_fn}, {"backward", r.backward}});
+    nlohmann::json keeps = nlohmann::json::array();
+    for (const SavedTensorInfo& k : n.saved_tensors)
+      keeps.push_back({{"shape", shape_json(k.shape)}, {"dtype", dtype_name(k.dtype).substr(6)}, {"bytes", k.bytes}, {"is_output", k.is_output}});
+    j["keeps"] = std::move(keeps);
     j["outputs"] = std::move(outs);
     j["saved"] = std::move(saved);
     j["rules"] = std::move(rules);

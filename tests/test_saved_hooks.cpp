@@ -275,6 +275,32 @@ TEST(SavedTensorsHooks, TheHooksRunWithoutGradAndWithoutHooksOfTheirOwn) {
 // The pack and unpack calls on a small graph, in order, each naming the tensor it saw, against
 // PyTorch 1.13's (tools/golden/make_saved_hooks_golden.py): the same tensors saved by the same
 // nodes, packed in the forward's order and unpacked in the backward's.
+TEST(SavedTensorsHooks, AnOpThatOnlyPushesTangentsPacksNothing) {
+  // as in PyTorch: inputs that carry tangents but do not require grad make no node, so nothing
+  // is saved, with grad mode on
+  manual_seed(5);
+  const Tensor p = randn({3}, kFloat64), u = randn({3}, kFloat64);
+  const Tensor w = randn({3}, kFloat64).requires_grad_();
+  Counting c;
+  forward_ad::DualLevel level;
+  const Tensor x = forward_ad::make_dual(p, u);
+  auto guard = c.guard();
+  const Tensor y = (x * x).sin().exp();
+  EXPECT_EQ(c.packs, 0);
+  EXPECT_EQ(y.grad_fn(), nullptr);
+  // the tangents went through: d/dt exp(sin(x^2)) = exp(sin(x^2)) cos(x^2) 2x u
+  const Tensor expected = (p * p).sin().exp() * (p * p).cos() * 2.0 * p * u;
+  EXPECT_EQ(testutil::close_mismatches<double>(forward_ad::unpack_dual(y).tangent, expected, 1e-12, 1e-12), 0);
+  // an op that makes a node packs what it saves (mul: x and w), tangents or not
+  const Tensor z = x * w;
+  EXPECT_EQ(c.packs, 2);
+  EXPECT_TRUE(forward_ad::unpack_dual(z).tangent.defined());
+  // and a tangent-only op after it still packs nothing (PyTorch: the same 0, 2, 2 calls)
+  const Tensor e = (x * 2.0).exp();
+  EXPECT_TRUE(forward_ad::unpack_dual(e).tangent.defined());
+  EXPECT_EQ(c.packs, 2);
+}
+
 TEST(SavedTensorsHooks, PackAndUnpackCallsComeInPyTorchsOrder) {
   manual_seed(0);
   const Tensor x = randn({3, 4}, kFloat64).requires_grad_(), w = randn({3, 4}, kFloat64).requires_grad_(),

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "autograd/autograd.h"
@@ -268,6 +269,55 @@ TEST(Tape, WithoutKeepValuesTheGradientsAreStillRecorded) {
   m.loss.backward();
   for (std::size_t j = 0; j < t.leaves.size(); ++j)
     EXPECT_EQ(bit_mismatches<float>(t.leaf_grads[j], t.leaves[j].value.grad()), 0);
+}
+
+TEST(Tape, EachNodeListsWhatItSavesCountingEachStorageOnceInStepOrder) {
+  const Tensor a = tensor({1.0, 2.0, 3.0}).requires_grad_(), b = tensor({4.0, 5.0, 6.0}).requires_grad_();
+  const Tensor c = a * b;
+  const Tensor y = (c * a).sum();
+  const BackwardTape t = record_backward(y);
+  ASSERT_EQ(t.steps.size(), 3u);
+  // the pass runs sum (saves nothing), then c * a (c and a), then a * b (a again, and b)
+  const auto& sum = t.nodes[static_cast<std::size_t>(t.steps[0].node)];
+  const auto& outer = t.nodes[static_cast<std::size_t>(t.steps[1].node)];
+  const auto& inner = t.nodes[static_cast<std::size_t>(t.steps[2].node)];
+  EXPECT_TRUE(sum.saved_tensors.empty());
+  ASSERT_EQ(outer.saved_tensors.size(), 2u);
+  ASSERT_EQ(inner.saved_tensors.size(), 2u);
+  EXPECT_EQ(outer.saved_tensors[0].bytes + outer.saved_tensors[1].bytes, 24);
+  EXPECT_EQ(inner.saved_tensors[0].bytes, 0) << "a's storage is counted at the step before";
+  EXPECT_EQ(inner.saved_tensors[1].bytes, 12);
+  EXPECT_EQ(inner.saved_tensors[1].shape, Size({3}));
+  EXPECT_EQ(inner.saved_tensors[1].node, "MulBackward0");
+
+  // on a bigger graph the nodes' rows are saved_tensors' rows, and add up to its total
+  Mlp m;
+  m.forward();
+  const BackwardTape mt = record_backward(m.loss, m.names());
+  std::multiset<std::string> from_tape, from_view;
+  int64_t tape_total = 0, view_total = 0;
+  for (const auto& n : mt.nodes)
+    for (const SavedTensorInfo& s : n.saved_tensors) {
+      from_tape.insert(n.name + " " + s.shape.str() + (s.is_output ? " out" : " in"));
+      EXPECT_EQ(s.node, n.name);
+      tape_total += s.bytes;
+    }
+  for (const SavedTensorInfo& s : saved_tensors(m.loss)) {
+    from_view.insert(s.node + " " + s.shape.str() + (s.is_output ? " out" : " in"));
+    view_total += s.bytes;
+  }
+  EXPECT_EQ(from_tape, from_view);
+  EXPECT_EQ(tape_total, view_total);
+  EXPECT_GT(tape_total, 0);
+  // the page carries them
+  const std::string path = temp_path("keeps.html");
+  to_html(m.loss, path, m.names());
+  const nlohmann::json j = page_data(read_file(path));
+  std::filesystem::remove(path);
+  int64_t page_total = 0;
+  for (const auto& n : j["nodes"])
+    for (const auto& k : n["keeps"]) page_total += k["bytes"].get<int64_t>();
+  EXPECT_EQ(page_total, view_total);
 }
 
 TEST(Tape, ErrorsSayWhatIsWrong) {

@@ -8,7 +8,8 @@ chromium-driver through python3-selenium. Run by ctest (tests/CMakeLists.txt):
 write_tape_page writes two pages of a small MLP (values kept, and not) and expected.json, what ag's
 own backward computes. For each page this loads it from file://, steps through every node with the
 controls (and the keyboard), checks the numbers shown against expected.json (each leaf's .grad
-after the last step, the gradient arriving at a node whose output retained its gradient), and that
+after the last step, the gradient arriving at a node whose output retained its gradient, the saved
+tensors listed step by step and their running total against ag::saved_tensors), and that
 the browser logged no error. With --next-word it does the same for `next_word --html` (all but the
 numbers). Exits 77 (ctest's SKIPPED) when chromium, chromedriver or selenium is missing.
 """
@@ -99,9 +100,19 @@ def step_through(driver, url, expected=None, values_kept=True, fused_rule=False)
         check(notice.is_displayed() and "KeepValuesGuard" in notice.text, "no notice says how to record values")
     names = []
     fused_shown = False
+    total = int(driver.find_element(By.ID, "saved-total").get_attribute("data-bytes"))
+    check("saved tensors" in driver.find_element(By.ID, "saved-total").text, "the start does not say what the nodes keep")
+    rows, running = 0, 0
     for k in range(1, n + 1):
         driver.find_element(By.ID, "next").click()
         check(position(driver) == k, f"next did not go to step {k}")
+        # what the node keeps, and the running total: the last one plus this node's rows
+        keeps = driver.find_elements(By.CSS_SELECTOR, "#details tr.keep")
+        rows += len(keeps)
+        running += sum(int(r.get_attribute("data-bytes")) for r in keeps)
+        shown = driver.find_element(By.ID, "saved-running")
+        check(int(shown.get_attribute("data-bytes")) == running,
+              f"step {k}: the running total of saved bytes is {shown.get_attribute('data-bytes')}, its rows add to {running}")
         title = driver.find_element(By.ID, "step-title")
         names.append(title.get_attribute("data-name"))
         if fused_rule and names[-1] in ("UnsafeViewBackward0", "ScaledDotProductFlashAttentionForCpuBackward0"):
@@ -114,6 +125,12 @@ def step_through(driver, url, expected=None, values_kept=True, fused_rule=False)
         if not values_kept:
             missing = driver.find_elements(By.CSS_SELECTOR, "#details .missing")
             check(len(missing) > 0, f"step {k}: no 'not recorded' note without kept values")
+    check(running == total, f"{url}: the steps' saved bytes add to {running}, the start says {total}")
+    if expected:
+        check(total == expected["saved"]["bytes"] and rows == expected["saved"]["count"],
+              f"the page lists {rows} saved tensors, {total} bytes; ag::saved_tensors: {expected['saved']}")
+    else:
+        check(total > 0 and rows > 0, f"{url}: the page lists no saved tensor")
     if fused_rule:
         check(fused_shown, f"{url}: no fused attention step shows the fused attention rule")
     check(driver.find_element(By.ID, "next").get_attribute("disabled") is not None, "next is enabled at the last step")

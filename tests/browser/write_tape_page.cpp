@@ -4,7 +4,8 @@
 //   OUT/tape_novalues.html  the same graph without the guard (the page says values are missing)
 //   OUT/expected.json       {"steps": nodes below the loss, "names": their grad_fn names (sorted),
 //                            "leaf_grads": {name: .grad after loss.backward()},
-//                            "retained": {"name": grad_fn of h, "grad": h.grad}, "loss": value}
+//                            "retained": {"name": grad_fn of h, "grad": h.grad}, "loss": value,
+//                            "saved": {"count", "bytes"}: ag::saved_tensors(loss), its rows and total}
 // The expected values come from ag's ordinary backward, run after to_html on the same graph.
 #include <algorithm>
 #include <fstream>
@@ -59,6 +60,11 @@ int main(int argc, char** argv) {
   }
   std::sort(node_names.begin(), node_names.end());
 
+  // what the graph keeps for backward (the page's start shows the total, each step its node's)
+  int64_t saved_bytes = 0;
+  const std::vector<SavedTensorInfo> saved = saved_tensors(loss);
+  for (const SavedTensorInfo& s : saved) saved_bytes += s.bytes;
+
   loss.backward();  // to_html retained the graph and left .grad alone
   nlohmann::json j;
   j["steps"] = node_names.size();
@@ -66,6 +72,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, t] : names) j["leaf_grads"][name] = t.grad().to_vector<double>();
   j["retained"] = {{"name", h.grad_fn()->name()}, {"grad", h.grad().to_vector<double>()}};
   j["loss"] = loss.item();
+  j["saved"] = {{"count", saved.size()}, {"bytes", saved_bytes}};
   std::ofstream(out + "/expected.json") << j.dump(1) << "\n";
   return 0;
 }
