@@ -10,8 +10,8 @@
 // A packed panel holds, for each p, its MR (or NR) values side by side, zero-padded past the
 // matrix's edge, so the microkernel reads both operands in order. The microkernel keeps its MR x NR
 // tile of C in vector registers for the whole KC-long sum and writes it once: directly for beta = 0
-// on the first K block (c is never read, so it may hold anything), adding to C after. Edge tiles are
-// computed whole into a scratch tile and their valid part copied out.
+// on the first K block (c is never read, so it may hold anything), adding to C after. Edge tiles
+// run a kernel compiled for their number of rows, with masked loads and stores for the columns.
 //
 // The sums run in another order than OpenBLAS's (and PyTorch's), so results agree with them to
 // rounding, not bit for bit. Each tile's sum over p is in order within a K block, and the blocks are
@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 extern "C" char* openblas_get_corename(void);
@@ -150,6 +151,13 @@ AG_AVX2 __m256 v256_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
 AG_AVX2 __m256d v256_add(__m256d a, __m256d b) { return _mm256_add_pd(a, b); }
 AG_AVX2 void v256_store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 AG_AVX2 void v256_store(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+// the lanes below `cols` (of 8 floats or 4 doubles) set, for the masked loads and stores of edge tiles
+AG_AVX2 __m256i v256_lanes_below(int cols, float) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+AG_AVX2 __m256i v256_lanes_below(int cols, double) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(cols), _mm256_setr_epi64x(0, 1, 2, 3)); }
+AG_AVX2 __m256 v256_maskload(const float* p, __m256i m) { return _mm256_maskload_ps(p, m); }
+AG_AVX2 __m256d v256_maskload(const double* p, __m256i m) { return _mm256_maskload_pd(p, m); }
+AG_AVX2 void v256_maskstore(float* p, __m256i m, __m256 v) { _mm256_maskstore_ps(p, m, v); }
+AG_AVX2 void v256_maskstore(double* p, __m256i m, __m256d v) { _mm256_maskstore_pd(p, m, v); }
 #undef AG_AVX2
 #define AG_AVX512 __attribute__((target("avx512f"), always_inline)) inline
 AG_AVX512 __m512 v512_set1(float x) { return _mm512_set1_ps(x); }
@@ -162,6 +170,12 @@ AG_AVX512 __m512 v512_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
 AG_AVX512 __m512d v512_add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
 AG_AVX512 void v512_store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 AG_AVX512 void v512_store(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
+// the lanes below `cols` (of 16 floats or 8 doubles) as a mask register, for edge tiles
+AG_AVX512 unsigned v512_lanes_below(int cols, int width) { return cols <= 0 ? 0u : cols >= width ? (1u << width) - 1 : (1u << cols) - 1; }
+AG_AVX512 __m512 v512_maskz_load(unsigned m, const float* p) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p); }
+AG_AVX512 __m512d v512_maskz_load(unsigned m, const double* p) { return _mm512_maskz_loadu_pd(static_cast<__mmask8>(m), p); }
+AG_AVX512 void v512_mask_store(float* p, unsigned m, __m512 v) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>(m), v); }
+AG_AVX512 void v512_mask_store(double* p, unsigned m, __m512d v) { _mm512_mask_storeu_pd(p, static_cast<__mmask8>(m), v); }
 #undef AG_AVX512
 
 // AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
@@ -192,32 +206,105 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, const T* b
   }
 }
 
-// AVX-512F: 12 rows x 2 vectors (32 floats or 16 doubles), 24 of the 32 registers accumulating.
-template <class T>
-__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+// Edge tiles: R of the MR rows and the first `cols` of the NR columns, computed and written in
+// place (masked loads and stores), so no row past the edge is summed and nothing is copied. The
+// sums are the full kernel's, in its order, so an edge element has the bits a full tile would give.
+template <class T, int R>
+__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, const T* b, T* c, int ldc, bool acc, int cols) {
+  constexpr int MR = 6, W = 32 / sizeof(T);
+  const __m256i m0 = v256_lanes_below(cols, T()), m1 = v256_lanes_below(cols - W, T());
+  decltype(v256_set1(T())) t[R][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = v256_set1(T(0));
+  for (int p = 0; p < kc; ++p) {
+    const auto b0 = v256_load(b + p * 2 * W), b1 = v256_load(b + p * 2 * W + W);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const auto x = v256_set1(a[p * MR + r]);
+      t[r][0] = v256_fma(x, b0, t[r][0]);
+      t[r][1] = v256_fma(x, b1, t[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
+    if (acc) {
+      t[r][0] = v256_add(v256_maskload(row, m0), t[r][0]);
+      t[r][1] = v256_add(v256_maskload(row + W, m1), t[r][1]);
+    }
+    v256_maskstore(row, m0, t[r][0]);
+    v256_maskstore(row + W, m1, t[r][1]);
+  }
+}
+
+template <class T, int R>
+__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, const T* b, T* c, int ldc, bool acc, int cols) {
   constexpr int MR = 12, W = 64 / sizeof(T);
-  decltype(v512_set1(T())) t[MR][2];
+  const unsigned m0 = v512_lanes_below(cols, W), m1 = v512_lanes_below(cols - W, W);
+  decltype(v512_set1(T())) t[R][2];
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
+  for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
   for (int p = 0; p < kc; ++p) {
     const auto b0 = v512_load(b + p * 2 * W), b1 = v512_load(b + p * 2 * W + W);
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
+    for (int r = 0; r < R; ++r) {
       const auto x = v512_set1(a[p * MR + r]);
       t[r][0] = v512_fma(x, b0, t[r][0]);
       t[r][1] = v512_fma(x, b1, t[r][1]);
     }
   }
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < R; ++r) {
     T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
     if (acc) {
-      t[r][0] = v512_add(v512_load(row), t[r][0]);
-      t[r][1] = v512_add(v512_load(row + W), t[r][1]);
+      t[r][0] = v512_add(v512_maskz_load(m0, row), t[r][0]);
+      t[r][1] = v512_add(v512_maskz_load(m1, row + W), t[r][1]);
     }
-    v512_store(row, t[r][0]);
-    v512_store(row + W, t[r][1]);
+    v512_mask_store(row, m0, t[r][0]);
+    v512_mask_store(row + W, m1, t[r][1]);
   }
+}
+
+// AVX-512F: 12 rows x 2 vectors (32 floats or 16 doubles), 24 of the 32 registers accumulating;
+// a full tile is the edge kernel with every row and column (a store under a full mask costs as a
+// plain one).
+template <class T>
+__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  ukr_avx512_edge<T, 12>(kc, a, b, c, ldc, acc, 128 / sizeof(T));
+}
+
+// Portable: the whole tile into a scratch tile, then its valid part.
+template <class T, int MR, int NR>
+void edge_portable(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  T edge[MR * NR];
+  ukr_portable<T, MR, NR>(kc, a, b, edge, NR, false);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < cols; ++j) {
+      T& out = c[static_cast<std::ptrdiff_t>(r) * ldc + j];
+      out = acc ? out + edge[r * NR + j] : edge[r * NR + j];
+    }
+}
+
+// An edge tile of `rows` rows: the kernel compiled for that many.
+template <class T, std::size_t... R>
+void edge_avx2_rows(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
+  using Fn = void (*)(int, const T*, const T*, T*, int, bool, int);
+  static constexpr Fn fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1>...};
+  fns[rows - 1](kc, a, b, c, ldc, acc, cols);
+}
+template <class T>
+void edge_avx2(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  edge_avx2_rows<T>(rows, cols, kc, a, b, c, ldc, acc, std::make_index_sequence<6>{});
+}
+template <class T, std::size_t... R>
+void edge_avx512_rows(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
+  using Fn = void (*)(int, const T*, const T*, T*, int, bool, int);
+  static constexpr Fn fns[] = {ukr_avx512_edge<T, static_cast<int>(R) + 1>...};
+  fns[rows - 1](kc, a, b, c, ldc, acc, cols);
+}
+template <class T>
+void edge_avx512(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+  edge_avx512_rows<T>(rows, cols, kc, a, b, c, ldc, acc, std::make_index_sequence<12>{});
 }
 
 // ---- the blocked driver ----
@@ -229,7 +316,8 @@ std::vector<T>& pack_buffer(int which) {
   return buffers[which];
 }
 
-template <class T, int MR, int NR, void (*Ukr)(int, const T*, const T*, T*, int, bool)>
+template <class T, int MR, int NR, void (*Ukr)(int, const T*, const T*, T*, int, bool),
+          void (*Edge)(int, int, int, const T*, const T*, T*, int, bool)>
 void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
   // KC values of a panel pair fit L1 with the tile; an MC x KC block of A fits L2; a KC x NC
   // block of B is meant for L3 (the shapes of a training step rarely need more than one).
@@ -246,7 +334,6 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
   }
   std::vector<T>& bp = pack_buffer<T>(0);
   std::vector<T>& ap = pack_buffer<T>(1);
-  T edge[MR * NR];
   for (int j0 = 0; j0 < n; j0 += NC) {
     const int nc = std::min(NC, n - j0), nc_pad = (nc + NR - 1) / NR * NR;
     for (int p0 = 0; p0 < k; p0 += KC) {
@@ -269,12 +356,7 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
               Ukr(kc, apanel, bpanel, tile, ldc, acc);
               continue;
             }
-            Ukr(kc, apanel, bpanel, edge, NR, false);  // the whole tile, then its valid part
-            for (int r = 0; r < rows; ++r)
-              for (int j = 0; j < cols; ++j) {
-                T& out = tile[static_cast<std::ptrdiff_t>(r) * ldc + j];
-                out = acc ? out + edge[r * NR + j] : edge[r * NR + j];
-              }
+            Edge(rows, cols, kc, apanel, bpanel, tile, ldc, acc);
           }
         }
       }
@@ -287,11 +369,11 @@ void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k,
   if (m == 0 || n == 0) return;
   switch (kernel) {
     case GemmKernel::Avx512:  // 12 rows x 2 vectors of 64 bytes
-      return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
+      return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T>, edge_avx512<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::Avx2:  // 6 rows x 2 vectors of 32 bytes
-      return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
+      return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T>, edge_avx2<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::Portable:
-      return blocked<T, 4, 8, ukr_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta);
+      return blocked<T, 4, 8, ukr_portable<T, 4, 8>, edge_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::OpenBLAS:
       break;
   }
