@@ -71,7 +71,7 @@ void check_sizes(GemmKernel kernel) {
   const double tol = sizeof(T) == 4 ? 2e-5 : 1e-13;  // relative to the sum of |terms|
   std::mt19937_64 rng(29);
   int checked = 0;
-  for (int m : {1, 7, 12, 17, 63, 65})
+  for (int m : {1, 7, 12, 17, 63, 65, 200})  // 200: more than one MC block of rows
     for (int n : {1, 9, 16, 33, 65})
       for (int k : {1, 5, 64, 385, 700}) {
         const bool ta = (m + n + k) % 2 == 1, tb = (m * n + k) % 3 == 0;
@@ -99,7 +99,7 @@ void check_sizes(GemmKernel kernel) {
           ++checked;
         }
       }
-  EXPECT_EQ(checked, 6 * 5 * 5 * 2);
+  EXPECT_EQ(checked, 7 * 5 * 5 * 2);
 }
 
 // A row of a with an inf and a column of b with a NaN: what the textbook sum gives, element by

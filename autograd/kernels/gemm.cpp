@@ -128,7 +128,7 @@ void pack_b(const T* b, MatLayout lb, int n, int j0, int nc, int p0, int kc, T* 
 
 // Portable: plain loops the compiler vectorizes for whatever the build targets.
 template <class T, int MR, int NR>
-void ukr_portable(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, T* c, int ldc, bool acc) {
   T t[MR][NR] = {};
   for (int p = 0; p < kc; ++p)
     for (int r = 0; r < MR; ++r)
@@ -180,7 +180,7 @@ AG_AVX512 void v512_mask_store(double* p, unsigned m, __m512d v) { _mm512_mask_s
 
 // AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
 template <class T>
-__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int /*lda: packed*/, const T* b, T* c, int ldc, bool acc) {
   constexpr int MR = 6, W = 32 / sizeof(T);
   decltype(v256_set1(T())) t[MR][2];
 #pragma GCC unroll 6
@@ -210,7 +210,7 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, const T* b
 // place (masked loads and stores), so no row past the edge is summed and nothing is copied. The
 // sums are the full kernel's, in its order, so an edge element has the bits a full tile would give.
 template <class T, int R>
-__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, const T* b, T* c, int ldc, bool acc, int cols) {
+__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int /*lda: packed*/, const T* b, T* c, int ldc, bool acc, int cols) {
   constexpr int MR = 6, W = 32 / sizeof(T);
   const __m256i m0 = v256_lanes_below(cols, T()), m1 = v256_lanes_below(cols - W, T());
   decltype(v256_set1(T())) t[R][2];
@@ -237,8 +237,10 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, const
   }
 }
 
-template <class T, int R>
-__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, const T* b, T* c, int ldc, bool acc, int cols) {
+// RowA: A is read where it lies, row r of the tile at a + r * lda (a row-major A needs no
+// packing: its rows are contiguous in p); else from a packed panel.
+template <class T, int R, bool RowA>
+__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols) {
   constexpr int MR = 12, W = 64 / sizeof(T);
   const unsigned m0 = v512_lanes_below(cols, W), m1 = v512_lanes_below(cols - W, W);
   decltype(v512_set1(T())) t[R][2];
@@ -248,7 +250,7 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, cons
     const auto b0 = v512_load(b + p * 2 * W), b1 = v512_load(b + p * 2 * W + W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-      const auto x = v512_set1(a[p * MR + r]);
+      const auto x = v512_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[p * MR + r]);
       t[r][0] = v512_fma(x, b0, t[r][0]);
       t[r][1] = v512_fma(x, b1, t[r][1]);
     }
@@ -268,16 +270,16 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, cons
 // AVX-512F: 12 rows x 2 vectors (32 floats or 16 doubles), 24 of the 32 registers accumulating;
 // a full tile is the edge kernel with every row and column (a store under a full mask costs as a
 // plain one).
-template <class T>
-__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
-  ukr_avx512_edge<T, 12>(kc, a, b, c, ldc, acc, 128 / sizeof(T));
+template <class T, bool RowA>
+__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
+  ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, c, ldc, acc, 128 / sizeof(T));
 }
 
 // Portable: the whole tile into a scratch tile, then its valid part.
 template <class T, int MR, int NR>
-void edge_portable(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
+void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
   T edge[MR * NR];
-  ukr_portable<T, MR, NR>(kc, a, b, edge, NR, false);
+  ukr_portable<T, MR, NR>(kc, a, lda, b, edge, NR, false);
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < cols; ++j) {
       T& out = c[static_cast<std::ptrdiff_t>(r) * ldc + j];
@@ -286,25 +288,25 @@ void edge_portable(int rows, int cols, int kc, const T* a, const T* b, T* c, int
 }
 
 // An edge tile of `rows` rows: the kernel compiled for that many.
+template <class T>
+using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols);
 template <class T, std::size_t... R>
-void edge_avx2_rows(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
-  using Fn = void (*)(int, const T*, const T*, T*, int, bool, int);
-  static constexpr Fn fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1>...};
-  fns[rows - 1](kc, a, b, c, ldc, acc, cols);
+void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
+  static constexpr EdgeKernel<T> fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1>...};
+  fns[rows - 1](kc, a, lda, b, c, ldc, acc, cols);
 }
 template <class T>
-void edge_avx2(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
-  edge_avx2_rows<T>(rows, cols, kc, a, b, c, ldc, acc, std::make_index_sequence<6>{});
+void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
+  edge_avx2_rows<T>(rows, cols, kc, a, lda, b, c, ldc, acc, std::make_index_sequence<6>{});
 }
-template <class T, std::size_t... R>
-void edge_avx512_rows(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
-  using Fn = void (*)(int, const T*, const T*, T*, int, bool, int);
-  static constexpr Fn fns[] = {ukr_avx512_edge<T, static_cast<int>(R) + 1>...};
-  fns[rows - 1](kc, a, b, c, ldc, acc, cols);
+template <class T, bool RowA, std::size_t... R>
+void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
+  static constexpr EdgeKernel<T> fns[] = {ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA>...};
+  fns[rows - 1](kc, a, lda, b, c, ldc, acc, cols);
 }
-template <class T>
-void edge_avx512(int rows, int cols, int kc, const T* a, const T* b, T* c, int ldc, bool acc) {
-  edge_avx512_rows<T>(rows, cols, kc, a, b, c, ldc, acc, std::make_index_sequence<12>{});
+template <class T, bool RowA>
+void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
+  edge_avx512_rows<T, RowA>(rows, cols, kc, a, lda, b, c, ldc, acc, std::make_index_sequence<12>{});
 }
 
 // ---- the blocked driver ----
@@ -316,8 +318,16 @@ std::vector<T>& pack_buffer(int which) {
   return buffers[which];
 }
 
-template <class T, int MR, int NR, void (*Ukr)(int, const T*, const T*, T*, int, bool),
-          void (*Edge)(int, int, int, const T*, const T*, T*, int, bool)>
+template <class T>
+using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc);
+template <class T>
+using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc);
+
+// Ukr and Edge read A from packed panels. UkrRowA and EdgeRowA, where an instruction set has them,
+// read a row-major A where it lies, so A is not packed at all (its packing, a transpose, cost a
+// tenth of the training step); the sums are the same, in the same order.
+template <class T, int MR, int NR, TileKernel<T> Ukr, EdgeTiles<T> Edge, TileKernel<T> UkrRowA = nullptr,
+          EdgeTiles<T> EdgeRowA = nullptr>
 void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
   // KC values of a panel pair fit L1 with the tile; an MC x KC block of A fits L2; a KC x NC
   // block of B is meant for L3 (the shapes of a training step rarely need more than one).
@@ -343,20 +353,29 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
       pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());
       for (int i0 = 0; i0 < m; i0 += MC) {
         const int mc = std::min(MC, m - i0), mc_pad = (mc + MR - 1) / MR * MR;
-        if (ap.size() < static_cast<std::size_t>(mc_pad) * kc) ap.resize(static_cast<std::size_t>(mc_pad) * kc);
-        pack_a<T, MR>(a, la, m, i0, mc, p0, kc, ap.data());
+        bool row_a = false;
+        if constexpr (UkrRowA != nullptr) row_a = !la.trans;
+        if (!row_a) {
+          if (ap.size() < static_cast<std::size_t>(mc_pad) * kc) ap.resize(static_cast<std::size_t>(mc_pad) * kc);
+          pack_a<T, MR>(a, la, m, i0, mc, p0, kc, ap.data());
+        }
         for (int jr = 0; jr < nc; jr += NR) {
           const int cols = std::min(NR, nc - jr);
           const T* bpanel = bp.data() + static_cast<std::ptrdiff_t>(jr) * kc;
           for (int ir = 0; ir < mc; ir += MR) {
             const int rows = std::min(MR, mc - ir);
-            const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc;
             T* tile = c + static_cast<std::ptrdiff_t>(i0 + ir) * ldc + j0 + jr;
-            if (rows == MR && cols == NR) {
-              Ukr(kc, apanel, bpanel, tile, ldc, acc);
-              continue;
+            if constexpr (UkrRowA != nullptr) {
+              if (row_a) {
+                const T* arows = a + static_cast<std::ptrdiff_t>(i0 + ir) * la.ld + p0;
+                if (rows == MR && cols == NR) UkrRowA(kc, arows, la.ld, bpanel, tile, ldc, acc);
+                else EdgeRowA(rows, cols, kc, arows, la.ld, bpanel, tile, ldc, acc);
+                continue;
+              }
             }
-            Edge(rows, cols, kc, apanel, bpanel, tile, ldc, acc);
+            const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc;
+            if (rows == MR && cols == NR) Ukr(kc, apanel, MR, bpanel, tile, ldc, acc);
+            else Edge(rows, cols, kc, apanel, MR, bpanel, tile, ldc, acc);
           }
         }
       }
@@ -369,7 +388,8 @@ void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k,
   if (m == 0 || n == 0) return;
   switch (kernel) {
     case GemmKernel::Avx512:  // 12 rows x 2 vectors of 64 bytes
-      return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T>, edge_avx512<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
+      return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T, false>, edge_avx512<T, false>, ukr_avx512<T, true>,
+                     edge_avx512<T, true>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::Avx2:  // 6 rows x 2 vectors of 32 bytes
       return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T>, edge_avx2<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::Portable:
