@@ -237,11 +237,11 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int /
   }
 }
 
-// RowA: A is read where it lies, row r of the tile at a + r * lda (a row-major A needs no
-// packing: its rows are contiguous in p); else from a packed panel.
+// A is read where it lies: RowA, element (r, p) of the tile at a[r * lda + p] (a row-major A);
+// else at a[p * lda + r] (a column-major A, or a packed panel with lda = MR).
 template <class T, int R, bool RowA>
 __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols) {
-  constexpr int MR = 12, W = 64 / sizeof(T);
+  constexpr int W = 64 / sizeof(T);
   const unsigned m0 = v512_lanes_below(cols, W), m1 = v512_lanes_below(cols - W, W);
   decltype(v512_set1(T())) t[R][2];
 #pragma GCC unroll 12
@@ -250,7 +250,7 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
     const auto b0 = v512_load(b + p * 2 * W), b1 = v512_load(b + p * 2 * W + W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-      const auto x = v512_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[p * MR + r]);
+      const auto x = v512_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
       t[r][0] = v512_fma(x, b0, t[r][0]);
       t[r][1] = v512_fma(x, b1, t[r][1]);
     }
@@ -323,9 +323,10 @@ using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, T* c, int l
 template <class T>
 using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc);
 
-// Ukr and Edge read A from packed panels. UkrRowA and EdgeRowA, where an instruction set has them,
-// read a row-major A where it lies, so A is not packed at all (its packing, a transpose, cost a
-// tenth of the training step); the sums are the same, in the same order.
+// Ukr and Edge read A from packed panels (element (r, p) at a[p * MR + r]). Where an instruction
+// set has them, UkrRowA and EdgeRowA read a row-major A where it lies, and Ukr and Edge a
+// column-major one (at a[p * lda + r]), so A is never packed: its packing, a transpose for a
+// row-major A, cost a tenth of the training step. The sums are the same, in the same order.
 template <class T, int MR, int NR, TileKernel<T> Ukr, EdgeTiles<T> Edge, TileKernel<T> UkrRowA = nullptr,
           EdgeTiles<T> EdgeRowA = nullptr>
 void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
@@ -353,9 +354,8 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
       pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());
       for (int i0 = 0; i0 < m; i0 += MC) {
         const int mc = std::min(MC, m - i0), mc_pad = (mc + MR - 1) / MR * MR;
-        bool row_a = false;
-        if constexpr (UkrRowA != nullptr) row_a = !la.trans;
-        if (!row_a) {
+        constexpr bool direct = UkrRowA != nullptr;
+        if (!direct) {
           if (ap.size() < static_cast<std::size_t>(mc_pad) * kc) ap.resize(static_cast<std::size_t>(mc_pad) * kc);
           pack_a<T, MR>(a, la, m, i0, mc, p0, kc, ap.data());
         }
@@ -365,13 +365,17 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
           for (int ir = 0; ir < mc; ir += MR) {
             const int rows = std::min(MR, mc - ir);
             T* tile = c + static_cast<std::ptrdiff_t>(i0 + ir) * ldc + j0 + jr;
-            if constexpr (UkrRowA != nullptr) {
-              if (row_a) {
+            if constexpr (direct) {
+              if (!la.trans) {
                 const T* arows = a + static_cast<std::ptrdiff_t>(i0 + ir) * la.ld + p0;
                 if (rows == MR && cols == NR) UkrRowA(kc, arows, la.ld, bpanel, tile, ldc, acc);
                 else EdgeRowA(rows, cols, kc, arows, la.ld, bpanel, tile, ldc, acc);
-                continue;
+              } else {
+                const T* acols = a + static_cast<std::ptrdiff_t>(p0) * la.ld + i0 + ir;
+                if (rows == MR && cols == NR) Ukr(kc, acols, la.ld, bpanel, tile, ldc, acc);
+                else Edge(rows, cols, kc, acols, la.ld, bpanel, tile, ldc, acc);
               }
+              continue;
             }
             const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc;
             if (rows == MR && cols == NR) Ukr(kc, apanel, MR, bpanel, tile, ldc, acc);
