@@ -4,7 +4,7 @@
 // kernels (autograd/kernels/gemm.h). Where OpenBLAS runs a core older than the CPU allows
 // (OpenBLAS 0.3.21 picks its kernels from a table of CPU models, and gives a CPU it does not know
 // its oldest, Prescott), the text says so and names the OPENBLAS_CORETYPE value that would give
-// OpenBLAS its fast kernels; ag's own kernels replace it meanwhile.
+// OpenBLAS its fast kernels (what ag's own GEMM kernels do not need; it helps AG_GEMM=openblas).
 #pragma once
 
 #include <string>

@@ -49,7 +49,8 @@ double fp32_peak() {
   return peak;
 }
 
-// kernel: 0 OpenBLAS, 1 ag's best for this CPU, 2 the textbook loop (matmul_reference's)
+// kernel: 0 OpenBLAS, 1 ag's best for this CPU, 2 the textbook loop (matmul_reference's), 3 ag's
+// AVX2 kernel where the best is another (the AVX-512 one), so both can be compared on one machine
 template <class T>
 void BM_Gemm(benchmark::State& state) {
   const Shape& s = kShapes[static_cast<std::size_t>(state.range(0))];
@@ -63,14 +64,18 @@ void BM_Gemm(benchmark::State& state) {
   const T* pa = static_cast<const T*>(a.impl()->storage->data);
   const T* pb = static_cast<const T*>(b.impl()->storage->data);
   T* pc = c.data_ptr<T>();
-  const GemmKernel own = ag::detail::best_own_gemm_kernel();
+  const GemmKernel own = which == 3 ? GemmKernel::Avx2 : ag::detail::best_own_gemm_kernel();
+  if (which == 3 && (ag::detail::best_own_gemm_kernel() == GemmKernel::Avx2 || !ag::detail::gemm_kernel_supported(GemmKernel::Avx2))) {
+    state.SkipWithError("ag's AVX2 kernel is the best here (kernel 1) or cannot run");
+    return;
+  }
   const int threads = ag::get_num_threads();
   ag::set_num_threads(1);
   for (auto _ : state) {
     if (which == 0) {
       ag::detail::GemmKernelGuard g(GemmKernel::OpenBLAS);
       ag::detail::gemm(la, lb, s.m, s.n, s.k, pa, pb, pc, s.n, T(0));
-    } else if (which == 1) {
+    } else if (which == 1 || which == 3) {
       ag::detail::own_gemm(own, la, lb, s.m, s.n, s.k, pa, pb, pc, s.n, T(0));
     } else {
       benchmark::DoNotOptimize(ag::matmul_reference(a, b).data_ptr<T>());
@@ -83,14 +88,14 @@ void BM_Gemm(benchmark::State& state) {
   const double peak = sizeof(T) == 4 ? fp32_peak() : fp32_peak() / 2;
   state.SetLabel(std::string(s.what) + ", " +
                  (which == 0 ? "OpenBLAS " + ag::detail::openblas_core()
-                  : which == 1 ? std::string("ag ") + gemm_kernel_name(own)
+                  : which != 2 ? std::string("ag ") + gemm_kernel_name(own)
                                : std::string("textbook loop")) +
                  " (core peak " + std::to_string(static_cast<int>(peak + 0.5)) + " GFLOP/s)");
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
   for (int i = 0; i < static_cast<int>(kShapes.size()); ++i)
-    for (int which : {0, 1, 2}) b->Args({i, which});
+    for (int which : {0, 1, 2, 3}) b->Args({i, which});
 }
 BENCHMARK(BM_Gemm<float>)->Apply(shapes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gemm<double>)->Apply([](benchmark::internal::Benchmark* b) {

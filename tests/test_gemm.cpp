@@ -177,14 +177,15 @@ TEST(Gemm, MatmulAndItsGradientsAgreeWithOpenBLASUnderEveryKernel) {
 }
 
 TEST(Gemm, TheChoiceFollowsTheInstructionSetsNotTheModelName) {
-  // own kernels where OpenBLAS's core uses fewer instruction sets than the CPU has (its Prescott on
-  // an AVX-512 CPU it does not know), else OpenBLAS; AG_GEMM overrides (not set in the tests)
+  // ag's own kernels wherever the CPU has AVX2 and FMA, whatever core OpenBLAS picked (its Prescott
+  // on an AVX-512 CPU it does not know, or its own AVX-512 one), else OpenBLAS; AG_GEMM overrides
+  // (not set in the tests)
   const GemmKernel best = detail::best_own_gemm_kernel();
   EXPECT_TRUE(detail::gemm_kernel_supported(best));
   EXPECT_TRUE(detail::gemm_kernel_supported(GemmKernel::Portable));
   if (!std::getenv("AG_GEMM")) {
     detail::reset_gemm_kernel();  // forget any forced choice: the automatic one
-    const GemmKernel chosen = detail::openblas_core_is_older_than_cpu() ? best : GemmKernel::OpenBLAS;
+    const GemmKernel chosen = best != GemmKernel::Portable ? best : GemmKernel::OpenBLAS;
     EXPECT_EQ(detail::gemm_kernel(), chosen);
     std::cout << "[ INFO     ] OpenBLAS core " << detail::openblas_core() << ", ag's best kernel " << gemm_kernel_name(best)
               << ": detail::gemm uses " << gemm_kernel_name(chosen) << "\n";

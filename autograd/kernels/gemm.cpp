@@ -4,11 +4,13 @@
 //
 //   for each block of NC columns of B and C
 //     for each block of KC rows of B (the sum's p)    pack B[p0:p0+KC, j0:j0+NC] into panels of NR columns
-//       for each block of MC rows of A and C          pack A[i0:i0+MC, p0:p0+KC] into panels of MR rows
-//         for each NR panel, each MR panel            microkernel: the MR x NR tile of C += panel @ panel
+//       for each block of MC rows of A and C          (portable kernel: pack A[i0:i0+MC, p0:p0+KC] into panels of MR rows)
+//         for each NR panel, each MR panel            microkernel: the MR x NR tile of C += A rows @ panel
 //
 // A packed panel holds, for each p, its MR (or NR) values side by side, zero-padded past the
-// matrix's edge, so the microkernel reads both operands in order. The microkernel keeps its MR x NR
+// matrix's edge, so the microkernel reads both operands in order. The AVX2 and AVX-512 kernels read
+// A where it lies (a row-major A row by row, a column-major one as a panel with stride lda): only
+// B, whose NR values per p are loaded as vectors, is packed. The microkernel keeps its MR x NR
 // tile of C in vector registers for the whole KC-long sum and writes it once: directly for beta = 0
 // on the first K block (c is never read, so it may hold anything), adding to C after. Edge tiles
 // run a kernel compiled for their number of rows, with masked loads and stores for the columns.
@@ -179,8 +181,8 @@ AG_AVX512 void v512_mask_store(double* p, unsigned m, __m512d v) { _mm512_mask_s
 #undef AG_AVX512
 
 // AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
-template <class T>
-__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int /*lda: packed*/, const T* b, T* c, int ldc, bool acc) {
+template <class T, bool RowA>
+__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
   constexpr int MR = 6, W = 32 / sizeof(T);
   decltype(v256_set1(T())) t[MR][2];
 #pragma GCC unroll 6
@@ -189,7 +191,7 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int /*lda:
     const auto b0 = v256_load(b + p * 2 * W), b1 = v256_load(b + p * 2 * W + W);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      const auto x = v256_set1(a[p * MR + r]);
+      const auto x = v256_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
       t[r][0] = v256_fma(x, b0, t[r][0]);
       t[r][1] = v256_fma(x, b1, t[r][1]);
     }
@@ -209,9 +211,9 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int /*lda:
 // Edge tiles: R of the MR rows and the first `cols` of the NR columns, computed and written in
 // place (masked loads and stores), so no row past the edge is summed and nothing is copied. The
 // sums are the full kernel's, in its order, so an edge element has the bits a full tile would give.
-template <class T, int R>
-__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int /*lda: packed*/, const T* b, T* c, int ldc, bool acc, int cols) {
-  constexpr int MR = 6, W = 32 / sizeof(T);
+template <class T, int R, bool RowA>
+__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols) {
+  constexpr int W = 32 / sizeof(T);
   const __m256i m0 = v256_lanes_below(cols, T()), m1 = v256_lanes_below(cols - W, T());
   decltype(v256_set1(T())) t[R][2];
 #pragma GCC unroll 6
@@ -220,7 +222,7 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int /
     const auto b0 = v256_load(b + p * 2 * W), b1 = v256_load(b + p * 2 * W + W);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      const auto x = v256_set1(a[p * MR + r]);
+      const auto x = v256_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
       t[r][0] = v256_fma(x, b0, t[r][0]);
       t[r][1] = v256_fma(x, b1, t[r][1]);
     }
@@ -290,14 +292,14 @@ void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, 
 // An edge tile of `rows` rows: the kernel compiled for that many.
 template <class T>
 using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols);
-template <class T, std::size_t... R>
+template <class T, bool RowA, std::size_t... R>
 void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
-  static constexpr EdgeKernel<T> fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1>...};
+  static constexpr EdgeKernel<T> fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA>...};
   fns[rows - 1](kc, a, lda, b, c, ldc, acc, cols);
 }
-template <class T>
+template <class T, bool RowA>
 void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
-  edge_avx2_rows<T>(rows, cols, kc, a, lda, b, c, ldc, acc, std::make_index_sequence<6>{});
+  edge_avx2_rows<T, RowA>(rows, cols, kc, a, lda, b, c, ldc, acc, std::make_index_sequence<6>{});
 }
 template <class T, bool RowA, std::size_t... R>
 void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
@@ -395,7 +397,8 @@ void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k,
       return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T, false>, edge_avx512<T, false>, ukr_avx512<T, true>,
                      edge_avx512<T, true>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::Avx2:  // 6 rows x 2 vectors of 32 bytes
-      return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T>, edge_avx2<T>>(la, lb, m, n, k, a, b, c, ldc, beta);
+      return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T, false>, edge_avx2<T, false>, ukr_avx2<T, true>, edge_avx2<T, true>>(
+          la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::Portable:
       return blocked<T, 4, 8, ukr_portable<T, 4, 8>, edge_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta);
     case GemmKernel::OpenBLAS:
@@ -432,9 +435,14 @@ GemmKernel from_env() {
                               (gemm_kernel_supported(GemmKernel::Avx512) ? ", avx512" : "") + ")");
 }
 
+// ag's own kernel wherever the CPU has AVX2 and FMA: on every GEMM shape of the training step it
+// was measured faster than OpenBLAS's own AVX2 (Haswell) and AVX-512 (Cooperlake) kernels
+// (docs/performance.md), let alone the older cores OpenBLAS falls back to on a CPU it does not
+// know. Without AVX2, OpenBLAS.
 GemmKernel auto_kernel() {
   if (const char* e = std::getenv("AG_GEMM"); e && *e) return from_env();
-  return openblas_core_is_older_than_cpu() ? best_own_gemm_kernel() : GemmKernel::OpenBLAS;
+  const GemmKernel best = best_own_gemm_kernel();
+  return best != GemmKernel::Portable ? best : GemmKernel::OpenBLAS;
 }
 
 std::atomic<int> g_kernel{-1};  // -1: not chosen yet

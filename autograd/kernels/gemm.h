@@ -3,11 +3,11 @@
 // that stay in cache, and a register-blocked microkernel per instruction set (AVX-512F, AVX2 with
 // FMA, and a portable one), chosen at run time from what the CPU supports (never its model name).
 //
-// detail::gemm (kernels/blas.cpp) is the one place GEMMs go through. It runs this GEMM where
-// OpenBLAS runs a core older than the CPU's instruction sets allow (OpenBLAS 0.3.21 picks its
-// kernels from a table of CPU models, and a CPU it does not know gets its oldest, Prescott), and
-// OpenBLAS otherwise. OpenBLAS stays the tested reference (tests/test_gemm.cpp), with the
-// textbook loop of matmul_reference.
+// detail::gemm (kernels/blas.cpp) is the one place GEMMs go through. It runs this GEMM wherever the
+// CPU has AVX2 and FMA (measured faster than OpenBLAS's AVX2 and AVX-512 kernels on the training
+// step's shapes, and whatever core OpenBLAS 0.3.21 picks from its table of CPU models: a CPU it
+// does not know gets its oldest, Prescott), and OpenBLAS otherwise. OpenBLAS stays the tested
+// reference (tests/test_gemm.cpp), with the textbook loop of matmul_reference.
 #pragma once
 
 #include <string>
@@ -29,8 +29,7 @@ GemmKernel best_own_gemm_kernel();
 std::string openblas_core();
 bool openblas_core_is_older_than_cpu();
 // The kernel detail::gemm uses: the environment variable AG_GEMM (openblas, portable, avx2,
-// avx512) if set, else ag's best kernel where OpenBLAS's core is older than the CPU, else
-// OpenBLAS.
+// avx512) if set, else ag's best kernel where that is avx512 or avx2, else OpenBLAS.
 GemmKernel gemm_kernel();
 // Overrides that choice for this process (tests and benchmarks); throws std::invalid_argument for a
 // kernel this CPU cannot run. RAII form below.
