@@ -62,6 +62,25 @@ TEST(CausalSoftmax, SameBitsOnStridedScoresAndWithInfAndNaN) {
   EXPECT_EQ(bit_mismatches<float>(y, composed(s, 2.0)), 0);
 }
 
+TEST(CausalSoftmax, SameBitsWithAWholeRowMaskedAndAnInfiniteGradientAboveTheDiagonal) {
+  // row 0 keeps one score: -inf there leaves nothing (sum 0, the row NaN, masked entries too);
+  // rows past 16 have a tail beyond the sums' 8 lanes
+  Tensor s = randn({19, 19}, kFloat64);
+  s.data_ptr<double>()[0] = -INFINITY;
+  Tensor s1 = s.clone().requires_grad_(), s2 = s.clone().requires_grad_();
+  const Tensor y1 = causal_softmax(s1, 3.0), y2 = composed(s2, 3.0);
+  EXPECT_EQ(bit_mismatches<double>(y1, y2), 0);
+  EXPECT_TRUE(std::isnan(y1.to_vector<double>()[1])) << "a masked entry of the empty row";
+  // an infinite upstream gradient where y is 0 (above the diagonal) makes g * y NaN, so its row's
+  // sum and gradient are NaN, in both
+  Tensor up = randn({19, 19}, kFloat64);
+  up.data_ptr<double>()[19 * 5 + 12] = INFINITY;
+  (y1 * up).sum().backward();
+  (y2 * up).sum().backward();
+  EXPECT_EQ(bit_mismatches<double>(s1.grad(), s2.grad()), 0);
+  EXPECT_TRUE(std::isnan(s1.grad().to_vector<double>()[19 * 5]));
+}
+
 TEST(CausalSoftmax, WeightsAreZeroAboveTheDiagonalAndRowsSumToOne) {
   manual_seed(2);
   Tensor y = causal_softmax(randn({3, 6, 6}), 1.5);

@@ -59,6 +59,23 @@ T row_sum(const T* v, int64_t n) {
   return s;
 }
 
+// row_sum of a row of length n whose entries from m on are 0, reading only the first m: the same
+// lanes, each adding the same values in the same order (a lane adding 0 keeps its value), so the
+// same bits.
+template <class T>
+T row_sum_kept(const T* v, int64_t m, int64_t n) {
+  const int64_t nb = n / 8 * 8, lanes = std::min(m, nb);
+  T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= lanes; j += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += v[j + k];
+  for (; j < lanes; ++j) acc[j - j / 8 * 8] += v[j];
+  T s = 0;
+  for (int k = 0; k < 8; ++k) s += acc[k];
+  for (j = nb; j < m; ++j) s += v[j];
+  return s;
+}
+
 // Row helpers written so the compiler vectorizes them: separate loops, no aliasing, partial
 // maxima instead of one running max.
 template <class T>
@@ -132,8 +149,11 @@ void softmax_backward_row(const T* gr, const T* yr, T* dr, int64_t n) {
 
 // scores (..., Tq, Tk) -> y (..., Tq, Tk): softmax over the last dim of scores / divisor, with
 // the entries above the diagonal (j > i) masked. Only the j <= i part is divided and
-// exponentiated; the sum and the scaling run over the whole row exactly as softmax_rows does on
-// the masked scores (their exp is exactly 0), so the result is bit-identical to the composed ops.
+// exponentiated; the sum and the scaling give what softmax_rows gives on the masked scores (their
+// exp is exactly 0), so the result is bit-identical to the composed ops. The masked part of a row
+// is never read: its zeros add nothing to row_sum's lane sums, so the sum runs over the kept
+// entries in row_sum's lanes (row_sum_kept), and the masked entries are set to 0 * (1 / sum), as
+// the composed scaling makes them.
 template <class T>
 void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T divisor) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -148,24 +168,33 @@ void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T diviso
     const T mx = row_max(yr, m);
     const T shift = std::isinf(mx) ? T(0) : mx;
     for (int64_t j = 0; j < m; ++j) yr[j] = fast_exp(yr[j] - shift);
-    std::fill(yr + m, yr + n, T(0));
-    const T inv = T(1) / row_sum(yr, n);
-    for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
+    const T inv = T(1) / row_sum_kept(yr, m, n);
+    for (int64_t j = 0; j < m; ++j) yr[j] *= inv;
+    std::fill(yr + m, yr + n, T(0) * inv);
   }
 }
 
 // The backward of causal_rows, bit-identical to softmax_backward_lastdim followed by the
 // division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
+// Two passes: g * y with row_sum's lane sums (over the whole row: a masked y is 0, but an infinite
+// g there makes the sum NaN, as in the composed ops), then the rest where kept.
 template <class T>
 void causal_backward_rows(const T* g, const T* y, T* dx, int64_t rows, int64_t tq, int64_t n, T divisor) {
+  const int64_t nb = n / 8 * 8;
   for (int64_t r = 0; r < rows; ++r) {
     const T* gr = g + r * n;
     const T* yr = y + r * n;
     T* dr = dx + r * n;
     const int64_t m = std::min(r % tq + 1, n);
-    softmax_backward_row(gr, yr, dr, n);
-    for (int64_t j = 0; j < m; ++j) dr[j] /= divisor;  // the division's backward
-    std::fill(dr + m, dr + n, T(0));                    // masked_fill's backward
+    T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t j = 0;
+    for (; j < nb; j += 8)
+      for (int k = 0; k < 8; ++k) acc[k] += gr[j + k] * yr[j + k];
+    T s = 0;
+    for (int k = 0; k < 8; ++k) s += acc[k];
+    for (; j < n; ++j) s += gr[j] * yr[j];
+    for (j = 0; j < m; ++j) dr[j] = (gr[j] - s) * yr[j] / divisor;  // the division's backward
+    std::fill(dr + m, dr + n, T(0));                                  // masked_fill's backward
   }
 }
 
