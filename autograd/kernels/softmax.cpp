@@ -80,11 +80,17 @@ T row_sum_kept(const T* v, int64_t m, int64_t n) {
 // maxima instead of one running max.
 template <class T>
 T row_max(const T* __restrict v, int64_t n) {
-  T m[8];
+  // the 8 partial maxima as one vector (GCC's vector extension): as an array of 8 the compiler
+  // left them scalar
+  typedef T V __attribute__((vector_size(8 * sizeof(T))));
+  V m;
   for (int k = 0; k < 8; ++k) m[k] = -std::numeric_limits<T>::infinity();
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) m[k] = v[j + k] > m[k] ? v[j + k] : m[k];
+  for (; j + 8 <= n; j += 8) {
+    V x;
+    std::memcpy(&x, v + j, sizeof x);
+    m = x > m ? x : m;
+  }
   T mx = -std::numeric_limits<T>::infinity();
   for (int k = 0; k < 8; ++k) mx = m[k] > mx ? m[k] : mx;
   for (; j < n; ++j) mx = v[j] > mx ? v[j] : mx;
@@ -321,15 +327,38 @@ void causal_softmax_backward_rows(const double* g, const double* y, double* dx, 
                                   double divisor) {
   causal_backward_rows<double>(g, y, dx, rows, tq, n, divisor);
 }
+namespace {
+// cross_entropy's row passes compiled for AVX-512F too (16 floats a vector; its rows are a whole
+// vocabulary long), chosen at run time. Each element gets the same operations in the same order
+// (nothing is contracted into an FMA, no sum is reassociated), so the bits do not depend on which
+// one runs.
+bool rows_avx512() {
+  static const bool on = __builtin_cpu_supports("avx512f");
+  return on;
+}
+template <class T>
+__attribute__((target("avx512f"), flatten)) void log_softmax_stats_avx512(const T* x, int64_t rows, int64_t n, T* shift, T* ls) {
+  log_softmax_stats_rows<T>(x, rows, n, shift, ls);
+}
+template <class T>
+__attribute__((target("avx512f"), flatten)) void cross_entropy_backward_avx512(const T* x, const T* shift, const T* ls,
+                                                                               const int64_t* target, const T* v, int64_t rows,
+                                                                               int64_t n, T* dx) {
+  cross_entropy_backward_rows<T>(x, shift, ls, target, v, rows, n, dx);
+}
+}  // namespace
+
 void log_softmax_stats(const float* x, int64_t rows, int64_t n, float* shift, float* ls) {
-  log_softmax_stats_rows<float>(x, rows, n, shift, ls);
+  if (rows_avx512()) log_softmax_stats_avx512<float>(x, rows, n, shift, ls);
+  else log_softmax_stats_rows<float>(x, rows, n, shift, ls);
 }
 void log_softmax_stats(const double* x, int64_t rows, int64_t n, double* shift, double* ls) {
   log_softmax_stats_rows<double>(x, rows, n, shift, ls);
 }
 void cross_entropy_backward(const float* x, const float* shift, const float* ls, const int64_t* target, const float* v,
                             int64_t rows, int64_t n, float* dx) {
-  cross_entropy_backward_rows<float>(x, shift, ls, target, v, rows, n, dx);
+  if (rows_avx512()) cross_entropy_backward_avx512<float>(x, shift, ls, target, v, rows, n, dx);
+  else cross_entropy_backward_rows<float>(x, shift, ls, target, v, rows, n, dx);
 }
 void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
                             int64_t rows, int64_t n, double* dx) {
