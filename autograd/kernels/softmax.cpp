@@ -1,6 +1,8 @@
 // Kernels of the softmax family; their rules and formulas are in softmax.cpp.
 #include "autograd/kernels/softmax.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -44,6 +46,57 @@ inline float fast_exp(float x) {
   return y * scale * keep;
 }
 inline double fast_exp(double x) { return std::exp(x); }
+
+#ifdef __AVX2__
+// 8 floats as one vector (GCC's vector extension, which clang reads too), for the row loops the
+// compiler does not vectorize well on its own: short rows, where its loops' set-up and scalar
+// tails cost more than the arithmetic.
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+inline F8 f8_load(const float* p) {
+  F8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void f8_store(float* p, F8 v) { std::memcpy(p, &v, sizeof v); }
+inline F8 f8_set(float x) { return F8{x, x, x, x, x, x, x, x}; }
+// Lanes below k set (-1), for the masked loads and stores of a row's last few values: a masked
+// load reads nothing past the row, and goes through no scalar copy (a vector load of values just
+// stored one by one waits for them).
+inline I8 lanes_below(int64_t k) {
+  const I8 idx = {0, 1, 2, 3, 4, 5, 6, 7};
+  return idx < static_cast<int32_t>(k);
+}
+inline F8 f8_load_lanes(const float* p, I8 lanes) { return (F8)_mm256_maskload_ps(p, (__m256i)lanes); }
+inline void f8_store_lanes(float* p, I8 lanes, F8 v) { _mm256_maskstore_ps(p, (__m256i)lanes, (__m256)v); }
+// fast_exp(float) lane by lane: the same operations in the same order, so the same bits.
+inline F8 fast_exp8(F8 x) {
+  const F8 lo = f8_set(-87.3365448f), hi = f8_set(88.7228394f), magic = f8_set(12582912.0f);
+  F8 xc = x > lo ? x : lo;
+  xc = xc < hi ? xc : hi;
+  const F8 t = xc * f8_set(1.44269504088896341f) + magic;
+  const F8 nf = t - magic;
+  I8 tb, mb;
+  std::memcpy(&tb, &t, sizeof tb);
+  std::memcpy(&mb, &magic, sizeof mb);
+  const I8 n = tb - mb;
+  F8 r = xc - nf * f8_set(0.693359375f);
+  r = r - nf * f8_set(-2.12194440e-4f);
+  const F8 z = r * r;
+  F8 p = f8_set(1.9875691500e-4f);
+  p = p * r + f8_set(1.3981999507e-3f);
+  p = p * r + f8_set(8.3334519073e-3f);
+  p = p * r + f8_set(4.1665795894e-2f);
+  p = p * r + f8_set(1.6666665459e-1f);
+  p = p * r + f8_set(5.0000001201e-1f);
+  const F8 y = p * z + r + f8_set(1.0f);
+  const I8 sb = (n + 127) << 23;
+  F8 scale;
+  std::memcpy(&scale, &sb, sizeof scale);
+  const F8 keep = x >= lo ? f8_set(1.0f) : f8_set(0.0f);
+  return y * scale * keep;
+}
+#endif
 
 // Sum of a row with 8 running partial sums (vectorizes; the order PyTorch's vectorized sums use
 // is similar: lanes first, then across lanes).
@@ -179,6 +232,69 @@ void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T diviso
     std::fill(yr + m, yr + n, T(0) * inv);
   }
 }
+
+#ifdef __AVX2__
+// The same for float, 8 values a vector with the row's last few in masked loads and stores, in three
+// passes (the division with the NaN test and the max; exp with row_sum's 8 lane sums, lane k
+// adding the values j = k mod 8 in order as row_sum does; the scaling), so the same bits.
+template <>
+void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
+  const int64_t nb = n / 8 * 8;  // row_sum's lanes cover [0, nb), the rest is added after, in order
+  const F8 d = f8_set(divisor), inf = f8_set(std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const int64_t m = std::min(r % tq + 1, n), full = m / 8 * 8, rest = m - full;
+    F8 mx8 = -inf;
+    I8 bad{};
+    for (int64_t j = 0; j < full; j += 8) {
+      const F8 v = f8_load(xr + j) / d;
+      f8_store(yr + j, v);
+      bad |= v != v;
+      mx8 = v > mx8 ? v : mx8;
+    }
+    const I8 last = lanes_below(rest);
+    if (rest) {  // lanes past the row's end are -inf: no NaN, no effect on the max
+      const F8 v = f8_load_lanes(xr + full, last) / d;
+      f8_store_lanes(yr + full, last, v);
+      const F8 w = last != 0 ? v : -inf;
+      bad |= w != w;
+      mx8 = w > mx8 ? w : mx8;
+    }
+    bool any_bad = false;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int k = 0; k < 8; ++k) {
+      any_bad = any_bad || bad[k] != 0;
+      mx = mx8[k] > mx ? mx8[k] : mx;
+    }
+    if (any_bad) {  // NaN in, NaN out (the whole row, as softmax does)
+      std::fill(yr, yr + n, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    const F8 shift = f8_set(std::isinf(mx) ? 0.0f : mx);
+    F8 acc{};
+    for (int64_t j = 0; j < full; j += 8) {
+      const F8 e = fast_exp8(f8_load(yr + j) - shift);
+      f8_store(yr + j, e);
+      acc += e;
+    }
+    if (rest) {
+      const F8 e = fast_exp8(f8_load_lanes(yr + full, last) - shift);
+      f8_store_lanes(yr + full, last, e);
+      if (full < nb) acc += last != 0 ? e : f8_set(0.0f);  // a lane past the row adds nothing
+    }
+    float sum = 0;
+    for (int k = 0; k < 8; ++k) sum += acc[k];
+    if (rest && full >= nb)  // the row's last few, past row_sum's lanes: added after, in order
+      for (int64_t j = full; j < m; ++j) sum += yr[j];
+    const float inv = 1.0f / sum;
+    const F8 inv8 = f8_set(inv);
+    for (int64_t j = 0; j < full; j += 8) f8_store(yr + j, f8_load(yr + j) * inv8);
+    if (rest) f8_store_lanes(yr + full, last, f8_load_lanes(yr + full, last) * inv8);
+    std::fill(yr + m, yr + n, 0.0f * inv);
+  }
+}
+#endif  // __AVX2__ (built without it, floats take the loops above)
 
 // The backward of causal_rows, bit-identical to softmax_backward_lastdim followed by the
 // division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
