@@ -111,7 +111,10 @@ void pack_b(const T* b, MatLayout lb, int n, int j0, int nc, int p0, int kc, T* 
   for (int c0 = 0; c0 < nc; c0 += NR) {
     const int cols = std::min(NR, n - (j0 + c0));
     T* panel = out + static_cast<std::ptrdiff_t>(c0) * kc;
-    if (!lb.trans) {  // row-major B: the NR values of one p are contiguous
+    if (!lb.trans && cols == NR) {  // row-major B: the NR values of one p are contiguous
+      for (int p = 0; p < kc; ++p)
+        std::memcpy(panel + p * NR, b + static_cast<std::ptrdiff_t>(p0 + p) * lb.ld + j0 + c0, NR * sizeof(T));
+    } else if (!lb.trans) {  // the edge panel: zeros past the last column
       for (int p = 0; p < kc; ++p) {
         const T* src = b + static_cast<std::ptrdiff_t>(p0 + p) * lb.ld + j0 + c0;
         T* dst = panel + p * NR;
