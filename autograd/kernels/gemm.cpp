@@ -9,8 +9,9 @@
 //
 // A packed panel holds, for each p, its MR (or NR) values side by side, zero-padded past the
 // matrix's edge, so the microkernel reads both operands in order. The AVX2 and AVX-512 kernels read
-// A where it lies (a row-major A row by row, a column-major one as a panel with stride lda): only
-// B, whose NR values per p are loaded as vectors, is packed. The microkernel keeps its MR x NR
+// A where it lies (a row-major A row by row, a column-major one as a panel with stride lda), and a
+// row-major B too while its rows are short (its NR values per p are contiguous: row p at
+// b + p * ldb, masked at the edge); a column-major B, or one with long rows, is packed. The microkernel keeps its MR x NR
 // tile of C in vector registers for the whole KC-long sum and writes it once: directly for beta = 0
 // on the first K block (c is never read, so it may hold anything), adding to C after. Edge tiles
 // run a kernel compiled for their number of rows, with masked loads and stores for the columns.
@@ -133,7 +134,7 @@ void pack_b(const T* b, MatLayout lb, int n, int j0, int nc, int p0, int kc, T* 
 
 // Portable: plain loops the compiler vectorizes for whatever the build targets.
 template <class T, int MR, int NR>
-void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, T* c, int ldc, bool acc) {
+void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, int /*ldb: packed*/, T* c, int ldc, bool acc) {
   T t[MR][NR] = {};
   for (int p = 0; p < kc; ++p)
     for (int r = 0; r < MR; ++r)
@@ -185,13 +186,14 @@ AG_AVX512 void v512_mask_store(double* p, unsigned m, __m512d v) { _mm512_mask_s
 
 // AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
 template <class T, bool RowA>
-__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
+__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
   constexpr int MR = 6, W = 32 / sizeof(T);
   decltype(v256_set1(T())) t[MR][2];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) t[r][0] = t[r][1] = v256_set1(T(0));
   for (int p = 0; p < kc; ++p) {
-    const auto b0 = v256_load(b + p * 2 * W), b1 = v256_load(b + p * 2 * W + W);
+    const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;
+    const auto b0 = v256_load(bp), b1 = v256_load(bp + W);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
       const auto x = v256_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
@@ -215,14 +217,16 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, c
 // place (masked loads and stores), so no row past the edge is summed and nothing is copied. The
 // sums are the full kernel's, in its order, so an edge element has the bits a full tile would give.
 template <class T, int R, bool RowA>
-__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols) {
+__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+                                                      int cols) {
   constexpr int W = 32 / sizeof(T);
   const __m256i m0 = v256_lanes_below(cols, T()), m1 = v256_lanes_below(cols - W, T());
   decltype(v256_set1(T())) t[R][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = v256_set1(T(0));
   for (int p = 0; p < kc; ++p) {
-    const auto b0 = v256_load(b + p * 2 * W), b1 = v256_load(b + p * 2 * W + W);
+    const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;  // B where it lies: nothing past its columns is read
+    const auto b0 = v256_maskload(bp, m0), b1 = v256_maskload(bp + W, m1);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const auto x = v256_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
@@ -245,14 +249,16 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int l
 // A is read where it lies: RowA, element (r, p) of the tile at a[r * lda + p] (a row-major A);
 // else at a[p * lda + r] (a column-major A, or a packed panel with lda = MR).
 template <class T, int R, bool RowA>
-__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols) {
+__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+                                                        int cols) {
   constexpr int W = 64 / sizeof(T);
   const unsigned m0 = v512_lanes_below(cols, W), m1 = v512_lanes_below(cols - W, W);
   decltype(v512_set1(T())) t[R][2];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
   for (int p = 0; p < kc; ++p) {
-    const auto b0 = v512_load(b + p * 2 * W), b1 = v512_load(b + p * 2 * W + W);
+    const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;  // B where it lies: nothing past its columns is read
+    const auto b0 = v512_maskz_load(m0, bp), b1 = v512_maskz_load(m1, bp + W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       const auto x = v512_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
@@ -276,15 +282,15 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
 // a full tile is the edge kernel with every row and column (a store under a full mask costs as a
 // plain one).
 template <class T, bool RowA>
-__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
-  ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, c, ldc, acc, 128 / sizeof(T));
+__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
+  ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, ldb, c, ldc, acc, 128 / sizeof(T));
 }
 
 // Portable: the whole tile into a scratch tile, then its valid part.
 template <class T, int MR, int NR>
-void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
+void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
   T edge[MR * NR];
-  ukr_portable<T, MR, NR>(kc, a, lda, b, edge, NR, false);
+  ukr_portable<T, MR, NR>(kc, a, lda, b, ldb, edge, NR, false);
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < cols; ++j) {
       T& out = c[static_cast<std::ptrdiff_t>(r) * ldc + j];
@@ -294,24 +300,26 @@ void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, 
 
 // An edge tile of `rows` rows: the kernel compiled for that many.
 template <class T>
-using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, int cols);
+using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, int cols);
 template <class T, bool RowA, std::size_t... R>
-void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
+void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+                    std::index_sequence<R...>) {
   static constexpr EdgeKernel<T> fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA>...};
-  fns[rows - 1](kc, a, lda, b, c, ldc, acc, cols);
+  fns[rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
 }
 template <class T, bool RowA>
-void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
-  edge_avx2_rows<T, RowA>(rows, cols, kc, a, lda, b, c, ldc, acc, std::make_index_sequence<6>{});
+void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
+  edge_avx2_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, std::make_index_sequence<6>{});
 }
 template <class T, bool RowA, std::size_t... R>
-void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc, std::index_sequence<R...>) {
+void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+                      std::index_sequence<R...>) {
   static constexpr EdgeKernel<T> fns[] = {ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA>...};
-  fns[rows - 1](kc, a, lda, b, c, ldc, acc, cols);
+  fns[rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
 }
 template <class T, bool RowA>
-void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc) {
-  edge_avx512_rows<T, RowA>(rows, cols, kc, a, lda, b, c, ldc, acc, std::make_index_sequence<12>{});
+void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
+  edge_avx512_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, std::make_index_sequence<12>{});
 }
 
 // ---- the blocked driver ----
@@ -324,14 +332,16 @@ std::vector<T>& pack_buffer(int which) {
 }
 
 template <class T>
-using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc);
+using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc);
 template <class T>
-using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, T* c, int ldc, bool acc);
+using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc);
 
 // Ukr and Edge read A from packed panels (element (r, p) at a[p * MR + r]). Where an instruction
 // set has them, UkrRowA and EdgeRowA read a row-major A where it lies, and Ukr and Edge a
 // column-major one (at a[p * lda + r]), so A is never packed: its packing, a transpose for a
-// row-major A, cost a tenth of the training step. The sums are the same, in the same order.
+// row-major A, cost a tenth of the training step. They read a row-major B with short rows where it
+// lies too (row p of the panel at b + p * ldb); another B is packed, into panels with ldb = NR.
+// The sums are the same, in the same order.
 template <class T, int MR, int NR, TileKernel<T> Ukr, EdgeTiles<T> Edge, TileKernel<T> UkrRowA = nullptr,
           EdgeTiles<T> EdgeRowA = nullptr>
 void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
@@ -355,36 +365,43 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
     for (int p0 = 0; p0 < k; p0 += KC) {
       const int kc = std::min(KC, k - p0);
       const bool acc = beta != T(0) || p0 > 0;
-      if (bp.size() < static_cast<std::size_t>(nc_pad) * kc) bp.resize(static_cast<std::size_t>(nc_pad) * kc);
-      pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());
+      constexpr bool direct = UkrRowA != nullptr;
+      // B where it lies while the rows a K block spans stay within 256 KiB (measured: from the small
+      // step's 128-float rows, 196 KiB, it beats packing; from the medium step's 256-float rows,
+      // 393 KiB, packing wins by a tenth, each panel then touching an eighth of every page)
+      const bool direct_b = direct && !lb.trans && static_cast<std::size_t>(kc) * lb.ld * sizeof(T) <= 256 * 1024;
+      if (!direct_b) {
+        if (bp.size() < static_cast<std::size_t>(nc_pad) * kc) bp.resize(static_cast<std::size_t>(nc_pad) * kc);
+        pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());
+      }
+      const int ldb = direct_b ? lb.ld : NR;
       for (int i0 = 0; i0 < m; i0 += MC) {
         const int mc = std::min(MC, m - i0), mc_pad = (mc + MR - 1) / MR * MR;
-        constexpr bool direct = UkrRowA != nullptr;
         if (!direct) {
           if (ap.size() < static_cast<std::size_t>(mc_pad) * kc) ap.resize(static_cast<std::size_t>(mc_pad) * kc);
           pack_a<T, MR>(a, la, m, i0, mc, p0, kc, ap.data());
         }
         for (int jr = 0; jr < nc; jr += NR) {
           const int cols = std::min(NR, nc - jr);
-          const T* bpanel = bp.data() + static_cast<std::ptrdiff_t>(jr) * kc;
+          const T* bpanel = direct_b ? b + static_cast<std::ptrdiff_t>(p0) * lb.ld + j0 + jr : bp.data() + static_cast<std::ptrdiff_t>(jr) * kc;
           for (int ir = 0; ir < mc; ir += MR) {
             const int rows = std::min(MR, mc - ir);
             T* tile = c + static_cast<std::ptrdiff_t>(i0 + ir) * ldc + j0 + jr;
             if constexpr (direct) {
               if (!la.trans) {
                 const T* arows = a + static_cast<std::ptrdiff_t>(i0 + ir) * la.ld + p0;
-                if (rows == MR && cols == NR) UkrRowA(kc, arows, la.ld, bpanel, tile, ldc, acc);
-                else EdgeRowA(rows, cols, kc, arows, la.ld, bpanel, tile, ldc, acc);
+                if (rows == MR && cols == NR) UkrRowA(kc, arows, la.ld, bpanel, ldb, tile, ldc, acc);
+                else EdgeRowA(rows, cols, kc, arows, la.ld, bpanel, ldb, tile, ldc, acc);
               } else {
                 const T* acols = a + static_cast<std::ptrdiff_t>(p0) * la.ld + i0 + ir;
-                if (rows == MR && cols == NR) Ukr(kc, acols, la.ld, bpanel, tile, ldc, acc);
-                else Edge(rows, cols, kc, acols, la.ld, bpanel, tile, ldc, acc);
+                if (rows == MR && cols == NR) Ukr(kc, acols, la.ld, bpanel, ldb, tile, ldc, acc);
+                else Edge(rows, cols, kc, acols, la.ld, bpanel, ldb, tile, ldc, acc);
               }
               continue;
             }
             const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc;
-            if (rows == MR && cols == NR) Ukr(kc, apanel, MR, bpanel, tile, ldc, acc);
-            else Edge(rows, cols, kc, apanel, MR, bpanel, tile, ldc, acc);
+            if (rows == MR && cols == NR) Ukr(kc, apanel, MR, bpanel, ldb, tile, ldc, acc);
+            else Edge(rows, cols, kc, apanel, MR, bpanel, ldb, tile, ldc, acc);
           }
         }
       }
