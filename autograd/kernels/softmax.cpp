@@ -17,49 +17,57 @@ namespace {
 
 // exp for the softmax family: Cephes' single-precision polynomial (about 1 ulp), branch-free so
 // the row loops vectorize. exp of -inf (a masked score) and of anything below the float range is
-// exactly 0. Doubles use the C library.
-inline float fast_exp(float x) {
-  float xc = x > -87.3365448f ? x : -87.3365448f;  // also maps NaN to the bound (NaN rows are
-  xc = xc < 88.7228394f ? xc : 88.7228394f;          // handled before exp is called)
+// exactly 0. One body for a float and for a vector of floats (F8 below, lane by lane: the same
+// operations in the same order, so the same bits); `splat(c, F)` is c as an F. Doubles use the C
+// library.
+inline float splat(float c, float) { return c; }
+#ifdef __AVX2__
+typedef float F8 __attribute__((vector_size(32)));  // 8 floats as one vector (below)
+typedef int32_t I8 __attribute__((vector_size(32)));
+inline F8 splat(float c, F8) { return F8{c, c, c, c, c, c, c, c}; }
+#endif
+template <class F, class I>
+inline F fast_exp_lanes(F x) {
+  const F lo = splat(-87.3365448f, F()), hi = splat(88.7228394f, F()), magic = splat(12582912.0f, F());
+  F xc = x > lo ? x : lo;  // also maps NaN to the bound (NaN rows are handled before exp is called)
+  xc = xc < hi ? xc : hi;
   // n = round(x / ln 2) with the 1.5 * 2^23 trick: exact for |n| < 2^22, no branch
-  const float magic = 12582912.0f;
-  const float t = xc * 1.44269504088896341f + magic;
-  const float nf = t - magic;
-  int32_t tb, mb;
-  std::memcpy(&tb, &t, 4);
-  std::memcpy(&mb, &magic, 4);
-  const int32_t n = tb - mb;
-  float r = xc - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  const float z = r * r;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * z + r + 1.0f;
-  const int32_t sb = (n + 127) << 23;  // 2^n
-  float scale;
-  std::memcpy(&scale, &sb, 4);
-  const float keep = x >= -87.3365448f ? 1.0f : 0.0f;  // exp(-inf) and underflow give exactly 0
+  const F t = xc * splat(1.44269504088896341f, F()) + magic;
+  const F nf = t - magic;
+  I tb, mb;
+  std::memcpy(&tb, &t, sizeof tb);
+  std::memcpy(&mb, &magic, sizeof mb);
+  const I n = tb - mb;
+  F r = xc - nf * splat(0.693359375f, F());
+  r = r - nf * splat(-2.12194440e-4f, F());
+  const F z = r * r;
+  F p = splat(1.9875691500e-4f, F());
+  p = p * r + splat(1.3981999507e-3f, F());
+  p = p * r + splat(8.3334519073e-3f, F());
+  p = p * r + splat(4.1665795894e-2f, F());
+  p = p * r + splat(1.6666665459e-1f, F());
+  p = p * r + splat(5.0000001201e-1f, F());
+  const F y = p * z + r + splat(1.0f, F());
+  const I sb = (n + 127) << 23;  // 2^n
+  F scale;
+  std::memcpy(&scale, &sb, sizeof scale);
+  const F keep = x >= lo ? splat(1.0f, F()) : splat(0.0f, F());  // exp(-inf) and underflow give exactly 0
   return y * scale * keep;
 }
+inline float fast_exp(float x) { return fast_exp_lanes<float, int32_t>(x); }
 inline double fast_exp(double x) { return std::exp(x); }
 
 #ifdef __AVX2__
 // 8 floats as one vector (GCC's vector extension, which clang reads too), for the row loops the
 // compiler does not vectorize well on its own: short rows, where its loops' set-up and scalar
 // tails cost more than the arithmetic.
-typedef float F8 __attribute__((vector_size(32)));
-typedef int32_t I8 __attribute__((vector_size(32)));
 inline F8 f8_load(const float* p) {
   F8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 inline void f8_store(float* p, F8 v) { std::memcpy(p, &v, sizeof v); }
-inline F8 f8_set(float x) { return F8{x, x, x, x, x, x, x, x}; }
+inline F8 f8_set(float x) { return splat(x, F8()); }
 // Lanes below k set (-1), for the masked loads and stores of a row's last few values: a masked
 // load reads nothing past the row, and goes through no scalar copy (a vector load of values just
 // stored one by one waits for them).
@@ -69,33 +77,7 @@ inline I8 lanes_below(int64_t k) {
 }
 inline F8 f8_load_lanes(const float* p, I8 lanes) { return (F8)_mm256_maskload_ps(p, (__m256i)lanes); }
 inline void f8_store_lanes(float* p, I8 lanes, F8 v) { _mm256_maskstore_ps(p, (__m256i)lanes, (__m256)v); }
-// fast_exp(float) lane by lane: the same operations in the same order, so the same bits.
-inline F8 fast_exp8(F8 x) {
-  const F8 lo = f8_set(-87.3365448f), hi = f8_set(88.7228394f), magic = f8_set(12582912.0f);
-  F8 xc = x > lo ? x : lo;
-  xc = xc < hi ? xc : hi;
-  const F8 t = xc * f8_set(1.44269504088896341f) + magic;
-  const F8 nf = t - magic;
-  I8 tb, mb;
-  std::memcpy(&tb, &t, sizeof tb);
-  std::memcpy(&mb, &magic, sizeof mb);
-  const I8 n = tb - mb;
-  F8 r = xc - nf * f8_set(0.693359375f);
-  r = r - nf * f8_set(-2.12194440e-4f);
-  const F8 z = r * r;
-  F8 p = f8_set(1.9875691500e-4f);
-  p = p * r + f8_set(1.3981999507e-3f);
-  p = p * r + f8_set(8.3334519073e-3f);
-  p = p * r + f8_set(4.1665795894e-2f);
-  p = p * r + f8_set(1.6666665459e-1f);
-  p = p * r + f8_set(5.0000001201e-1f);
-  const F8 y = p * z + r + f8_set(1.0f);
-  const I8 sb = (n + 127) << 23;
-  F8 scale;
-  std::memcpy(&scale, &sb, sizeof scale);
-  const F8 keep = x >= lo ? f8_set(1.0f) : f8_set(0.0f);
-  return y * scale * keep;
-}
+inline F8 fast_exp8(F8 x) { return fast_exp_lanes<F8, I8>(x); }
 #endif
 
 // Sum of a row with 8 running partial sums (vectorizes; the order PyTorch's vectorized sums use
