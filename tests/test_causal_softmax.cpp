@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "autograd/kernels/softmax.h"
 #include "test_util.h"
 
 using namespace ag;
@@ -117,4 +118,41 @@ TEST(CausalSoftmax, RejectsScoresThatAreNotAFloatMatrix) {
     EXPECT_NE(std::string(e.what()).find("[4]"), std::string::npos) << e.what();
   }
   EXPECT_THROW(causal_softmax(zeros({2, 2}, kInt64)), std::invalid_argument);
+}
+
+// The float rows run an AVX-512F build where the CPU has it (16 floats a vector, masked at a row's
+// end, the sums in the same 8 lanes) and an AVX2 or plain one otherwise: each forced here, with
+// the same bits as the composed ops on rows of every length around the vectors' (8, 16) and the
+// sums' lanes, and with inf, -inf and NaN inside the kept part. Cross-entropy's rows too.
+TEST(CausalSoftmax, SameBitsUnderEveryRowKernelTheCpuRuns) {
+  const bool had = kernels::rows_avx512();
+  for (const bool avx512 : {false, true}) {
+    if (avx512 && !__builtin_cpu_supports("avx512f")) {
+      std::cout << "[ SKIPPED  ] the AVX-512F rows: this CPU lacks AVX-512F\n";
+      continue;
+    }
+    kernels::set_rows_avx512(avx512);
+    SCOPED_TRACE(avx512 ? "avx512 rows" : "avx2 / plain rows");
+    manual_seed(5);
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 40, 47, 64, 100, 256}) {
+      expect_bit_identical<float>(randn({2, n, n}) * 4.0, std::sqrt(32.0));
+      expect_bit_identical<float>(randn({n + 3, n}) * 4.0, 3.0);  // more queries than keys
+    }
+    Tensor s = randn({40, 40}) * 2.0;
+    float* p = s.data_ptr<float>();
+    p[40 * 20 + 3] = -INFINITY;
+    p[40 * 30 + 17] = INFINITY;
+    p[40 * 35 + 34] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(bit_mismatches<float>(causal_softmax(s, 2.0), composed(s, 2.0)), 0);
+    // cross-entropy (its rows: the log-softmax statistics and the backward) against log_softmax + nll
+    Tensor x1 = (randn({37, 70}) * 3.0).requires_grad_(), x2 = x1.detach().clone().requires_grad_();
+    const Tensor target = randint(0, 70, {37});
+    Tensor l1 = cross_entropy(x1, target), l2 = nll_loss(log_softmax(x2, -1), target);
+    EXPECT_EQ(bit_mismatches<float>(l1, l2), 0);
+    l1.backward();
+    l2.backward();
+    EXPECT_EQ(bit_mismatches<float>(x1.grad(), x2.grad()), 0);
+  }
+  kernels::set_rows_avx512(had);
+  if (!__builtin_cpu_supports("avx512f")) EXPECT_THROW(kernels::set_rows_avx512(true), std::invalid_argument);
 }

@@ -6,7 +6,9 @@
 // inf and NaN in a row or column of an operand.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -131,7 +133,72 @@ void check_non_finite(GemmKernel kernel) {
   }
 }
 
+// A band (blas.h) skips work, never changes a needed value: every entry the band says is needed
+// has the bits of the same kernel's full GEMM (for KTo and KFrom, a holds the zeros the band
+// promises), and no entry outside c's matrix is written. Through detail::gemm as well, on 3 of
+// ag's threads, where a split GEMM shifts the band to each slab (rows when m >= n, else columns).
+template <class T>
+void check_bands(GemmKernel kernel, bool through_gemm) {
+  std::mt19937_64 rng(31);
+  int checked = 0;
+  // (through detail::gemm: shapes large enough to be split, by rows and by columns)
+  const std::vector<std::array<int, 3>> shapes = through_gemm ? std::vector<std::array<int, 3>>{{300, 200, 300}, {64, 1200, 250}}
+                                                              : std::vector<std::array<int, 3>>{{1, 1, 1}, {13, 40, 33}, {64, 64, 32},
+                                                                                                {70, 33, 70}, {256, 32, 256}, {40, 600, 40}};
+  for (const auto& [m, n, k] : shapes)
+    for (const detail::Band::Kind kind : {detail::Band::LowerC, detail::Band::KTo, detail::Band::KFrom})
+      for (const int offset : {-20, -1, 0, 5, 31})
+        for (const bool ta : {false, true}) {
+          const detail::Band band{kind, offset};
+          Operand<T> a = operand<T>(m, k, ta, 1, rng);
+          const Operand<T> b = operand<T>(k, n, (m + k) % 2 == 0, 2, rng);
+          for (int i = 0; i < m; ++i)  // the zeros the band promises
+            for (int p = 0; p < k; ++p)
+              if ((kind == detail::Band::KTo && p > i + offset) || (kind == detail::Band::KFrom && p < i + offset))
+                (ta ? a.data[p * a.layout.ld + i] : a.data[i * a.layout.ld + p]) = T(0);
+          const int ldc = n + 3;
+          for (const T beta : {T(0), T(1)}) {
+            std::vector<T> c0(static_cast<std::size_t>(m) * ldc, T(0.25));
+            const std::vector<T> full = run(kernel, a, b, c0, m, n, k, ldc, beta);
+            std::vector<T> banded = c0;
+            if (through_gemm) {  // split into slabs of rows or columns, each its own GEMM with the band shifted
+              detail::GemmKernelGuard guard(kernel);
+              const int before = get_num_threads();
+              set_num_threads(3);
+              detail::gemm(a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), banded.data(), ldc, beta, band);
+              set_num_threads(before);
+            } else {
+              detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), banded.data(), ldc, beta, band);
+            }
+            int bad = 0;
+            for (int i = 0; i < m; ++i)
+              for (int j = 0; j < ldc; ++j) {
+                const std::size_t at = static_cast<std::size_t>(i) * ldc + j;
+                if (j >= n) bad += banded[at] != c0[at];  // padding untouched
+                else if (kind != detail::Band::LowerC || j <= i + offset) bad += std::memcmp(&banded[at], &full[at], sizeof(T)) != 0;
+              }
+            EXPECT_EQ(bad, 0) << gemm_kernel_name(kernel) << " " << m << " x " << n << " x " << k << " band " << int(kind) << " offset "
+                              << offset << " trans " << ta << " beta " << beta;
+            ++checked;
+          }
+        }
+  EXPECT_EQ(checked, static_cast<int>(shapes.size()) * 3 * 5 * 2 * 2);
+}
+
 }  // namespace
+
+TEST(Gemm, BandsSkipWorkButNoNeededValueChanges) {
+  for (GemmKernel k : kOwn) {
+    if (!detail::gemm_kernel_supported(k)) {
+      std::cout << "[ SKIPPED  ] the " << gemm_kernel_name(k) << " kernel: this CPU lacks its instruction set\n";
+      continue;
+    }
+    SCOPED_TRACE(gemm_kernel_name(k));
+    check_bands<float>(k, false);
+    check_bands<double>(k, false);
+    check_bands<float>(k, true);
+  }
+}
 
 TEST(Gemm, EveryOwnKernelMatchesTheTextbookSum) {
   for (GemmKernel k : kOwn) {

@@ -2,12 +2,14 @@
 //
 // Query i sees keys j <= i, so in q k^T the upper triangle is masked away and in weights @ v the
 // upper triangle of the weights is 0: about half of each GEMM is work whose result is thrown away
-// or is a sum of zeros. These kernels skip it. Each GEMM runs per block of kBlock query rows (or,
-// for a key gradient, key rows) over just the keys (queries) that block can see. Skipping a term
-// is exact because the term is 0 * x, unless x is inf or NaN, where PyTorch's full GEMM gives NaN:
-// so the operand whose entries would be skipped is checked first, and if it is not finite the GEMM
-// runs in full. The results equal the composed ops to rounding, not bit for bit: the GEMMs have
-// other shapes, and OpenBLAS's result bits depend on the shape.
+// or is a sum of zeros. These kernels skip it. ag's own GEMM is told which part is needed (a Band,
+// kernels/blas.h) and skips its tiles above the diagonal and the terms of its sums that are 0, one
+// GEMM per matrix; for OpenBLAS, which computes all it is given, each GEMM runs per block of
+// kOpenBlasBlock query rows (or, for a key gradient, key rows) over just the keys (queries) that
+// block can see. Skipping a term is exact because the term is 0 * x, unless x is inf or NaN, where
+// PyTorch's full GEMM gives NaN: so the operand whose entries would be skipped is checked first,
+// and if it is not finite the GEMM runs in full. The results equal the composed ops to rounding,
+// not always bit for bit: OpenBLAS's result bits depend on the shape.
 #include "autograd/kernels/attention.h"
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax.h"
 
@@ -28,13 +31,19 @@ namespace ag::kernels {
 
 namespace {
 
+using detail::Band;
 using detail::MatLayout;
 
-// Query rows per GEMM. Smaller blocks skip more of the upper triangle but make more, smaller
-// GEMM calls, on which OpenBLAS is slow. Measured with bench/train_step (ms per step, interleaved
-// runs): medium (T = 256) 32: 191-207, 64: 193-205, 128: 213, 256 (no skipping): 221; small
-// (T = 64) 16, 32 and 64 within noise of each other.
-constexpr int64_t kBlock = 64;
+// ag's own GEMM skips the tiles and the terms of the sums above the diagonal itself, given a Band
+// (blas.h), so with it each product is one GEMM per matrix, its B packed once. OpenBLAS computes
+// all it is given, so for it the rows go in blocks of kOpenBlasBlock, each over just the keys it
+// sees: smaller blocks skip more of the upper triangle but make more, smaller GEMM calls, on which
+// OpenBLAS is slow. Measured with bench/train_step (ms per step, interleaved runs): medium
+// (T = 256) 32: 191-207, 64: 193-205, 128: 213, 256 (no skipping): 221; small (T = 64) 16, 32 and
+// 64 within noise of each other.
+constexpr int64_t kOpenBlasBlock = 64;
+bool gemm_skips_band() { return detail::gemm_kernel() != detail::GemmKernel::OpenBLAS; }
+int64_t block_rows() { return gemm_skips_band() ? int64_t(1) << 40 : kOpenBlasBlock; }
 
 // Element (i, j) of a matrix BLAS reads with layout l.
 template <class T>
@@ -44,11 +53,11 @@ T* at(T* p, MatLayout l, int64_t i, int64_t j) {
 
 MatLayout transposed(MatLayout l) { return {!l.trans, l.ld}; }
 
-// Whether some block of kBlock query rows sees fewer than all tk keys (so its GEMM skips terms),
-// and whether some block of kBlock key rows starts past query 0. If not, the blocked GEMMs are
-// the full ones and there is nothing to check.
-bool rows_skip_keys(int64_t tq, int64_t tk) { return tk > std::min(tq, kBlock); }
-bool key_blocks_skip_queries(int64_t tk) { return tk > kBlock; }
+// Whether a GEMM of rows of queries skips keys (a band, or a block of bs query rows that sees fewer
+// than all tk keys), and whether one of rows of keys skips queries (a band, or a block of bs key
+// rows that starts past query 0). If not, the GEMMs are the full ones and there is nothing to check.
+bool rows_skip_keys(int64_t tq, int64_t tk, int64_t bs) { return tk > std::min(tq, bs) || (gemm_skips_band() && tk > 1); }
+bool key_blocks_skip_queries(int64_t tk, int64_t bs) { return tk > bs || (gemm_skips_band() && tk > 1); }
 
 // The bits of a float or double, for checks that vectorize (unlike a chain of float adds).
 template <class T>
@@ -200,10 +209,11 @@ void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T*
                        T divisor) {
   // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
   if (e == 0) std::fill(ps, ps + tq * tk, T(0));
-  for (int64_t r0 = 0; r0 < tq && e > 0; r0 += kBlock) {
-    const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+  const int64_t bs = block_rows();
+  for (int64_t r0 = 0; r0 < tq && e > 0; r0 += bs) {
+    const int64_t rows = std::min(bs, tq - r0), cols = std::min(r0 + rows, tk);
     detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pq, lq, r0, 0), pk,
-                 ps + r0 * tk, static_cast<int>(tk));
+                 ps + r0 * tk, static_cast<int>(tk), T(0), Band{Band::LowerC, static_cast<int>(r0)});
   }
   causal_softmax_rows(ps, ps, tq, tq, tk, divisor);
 }
@@ -214,14 +224,14 @@ template <class T>
 void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T* pout, int ldc, int64_t tq, int64_t tk,
                         int64_t e, std::vector<T>& scratch, T beta = T(0)) {
   // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
-  const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
-  const int64_t bs = skip ? kBlock : tq;
+  const bool skip = !rows_skip_keys(tq, tk, block_rows()) || all_finite(pv, lv, tk, e);
+  const int64_t bs = skip ? block_rows() : tq;
   for (int64_t r0 = 0; r0 < tq; r0 += bs) {
     const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
     MatLayout la{};
     const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
     detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv, pout + r0 * ldc, ldc,
-                 beta);
+                 beta, skip ? Band{Band::KTo, static_cast<int>(r0)} : Band{});
   }
 }
 
@@ -230,10 +240,11 @@ void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T*
 template <class T>
 void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv, T* pdw, int64_t tq, int64_t tk, int64_t e,
                            T beta = T(0)) {
-  for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {
-    const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+  const int64_t bs = block_rows();
+  for (int64_t r0 = 0; r0 < tq; r0 += bs) {
+    const int64_t rows = std::min(bs, tq - r0), cols = std::min(r0 + rows, tk);
     detail::gemm(lg, transposed(lv), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pg, lg, r0, 0), pv,
-                 pdw + r0 * tk, static_cast<int>(tk), beta);
+                 pdw + r0 * tk, static_cast<int>(tk), beta, Band{Band::LowerC, static_cast<int>(r0)});
     for (int64_t i = r0; i < r0 + rows; ++i) std::fill(pdw + i * tk + std::min(i + 1, tk), pdw + (i + 1) * tk, T(0));
   }
 }
@@ -243,15 +254,15 @@ void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv,
 template <class T>
 void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw, T* pdv, int ldc, int64_t tq, int64_t tk,
                            int64_t e, std::vector<T>& scratch, T beta = T(0)) {
-  const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
-  const int64_t bs = skip ? kBlock : tk;
+  const bool skip = !key_blocks_skip_queries(tk, block_rows()) || all_finite(pg, lg, tq, e);
+  const int64_t bs = skip ? block_rows() : tk;
   for (int64_t c0 = 0; c0 < tk; c0 += bs) {
     const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
     if (first == tq) break;  // values no query sees: their gradient stays 0
     MatLayout la{};
     const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
     detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
-                 at(pg, lg, first, 0), pdv + c0 * ldc, ldc, beta);
+                 at(pg, lg, first, 0), pdv + c0 * ldc, ldc, beta, skip ? Band{Band::KFrom, static_cast<int>(c0 - first)} : Band{});
   }
 }
 
@@ -263,41 +274,43 @@ void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLa
                      int64_t tq, int64_t tk, int64_t e, T beta = T(0)) {
   const MatLayout lds{false, static_cast<int>(tk)};
   if (pdq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
-    const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
-    const int64_t bs = skip ? kBlock : tq;
+    const bool skip = !rows_skip_keys(tq, tk, block_rows()) || all_finite(pk, lk, tk, e);
+    const int64_t bs = skip ? block_rows() : tq;
     for (int64_t r0 = 0; r0 < tq; r0 += bs) {
       const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
       detail::gemm(lds, lk, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), pds + r0 * tk, pk,
-                   pdq + r0 * ldq, ldq, beta);
+                   pdq + r0 * ldq, ldq, beta, skip ? Band{Band::KTo, static_cast<int>(r0)} : Band{});
     }
   }
   if (pdk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
-    const bool skip = !key_blocks_skip_queries(tk) || all_finite(pq, lq, tq, e);
-    const int64_t bs = skip ? kBlock : tk;
+    const bool skip = !key_blocks_skip_queries(tk, block_rows()) || all_finite(pq, lq, tq, e);
+    const int64_t bs = skip ? block_rows() : tk;
     for (int64_t c0 = 0; c0 < tk; c0 += bs) {
       const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
       if (first == tq) break;  // keys no query sees: their gradient stays 0
       detail::gemm(transposed(lds), lq, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first),
-                   pds + first * tk + c0, at(pq, lq, first, 0), pdk + c0 * ldk, ldk, beta);
+                   pds + first * tk + c0, at(pq, lq, first, 0), pdk + c0 * ldk, ldk, beta,
+                   skip ? Band{Band::KFrom, static_cast<int>(c0 - first)} : Band{});
     }
   }
 }
 
 // The scores' tangent ds = dq k^T + q dk^T (tq, tk), row stride tk, on the blocks the causal
 // softmax reads (as qk_softmax_matrix computes the scores); pdq or pdk null where that tangent is
-// zero (not both). The entries past a block's keys are left as they are.
+// zero (not both). The entries above the diagonal may be left as they are.
 template <class T>
 void scores_tangent_matrix(const T* pq, MatLayout lq, const T* pkt, MatLayout lkt, const T* pdq, MatLayout ldq, const T* pdkt,
                            MatLayout ldkt, T* pds, int64_t tq, int64_t tk, int64_t e) {
-  for (int64_t r0 = 0; r0 < tq; r0 += kBlock) {  // row block [r0, r0 + rows) over keys j < r0 + rows
-    const int64_t rows = std::min(kBlock, tq - r0), cols = std::min(r0 + rows, tk);
+  const int64_t bs = block_rows();
+  for (int64_t r0 = 0; r0 < tq; r0 += bs) {  // row block [r0, r0 + rows) over keys j < r0 + rows
+    const int64_t rows = std::min(bs, tq - r0), cols = std::min(r0 + rows, tk);
     if (pdq) {
       detail::gemm(ldq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pdq, ldq, r0, 0), pkt,
-                   pds + r0 * tk, static_cast<int>(tk));
+                   pds + r0 * tk, static_cast<int>(tk), T(0), Band{Band::LowerC, static_cast<int>(r0)});
     }
     if (pdkt) {
       detail::gemm(lq, ldkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pq, lq, r0, 0), pdkt,
-                   pds + r0 * tk, static_cast<int>(tk), pdq ? T(1) : T(0));
+                   pds + r0 * tk, static_cast<int>(tk), pdq ? T(1) : T(0), Band{Band::LowerC, static_cast<int>(r0)});
     }
   }
 }

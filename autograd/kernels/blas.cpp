@@ -34,14 +34,15 @@ T zero_for_beta(T beta, T* c, int m, int n, int ldc) {
   return T(1);
 }
 
-void blas(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta) {
-  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta);
+void blas(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta, Band band) {
+  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta, band);
   beta = zero_for_beta(beta, c, m, n, ldc);
   cblas_sgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0f, a, la.ld, b, lb.ld, beta, c, ldc);
 }
 
-void blas(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc, double beta) {
-  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta);
+void blas(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc, double beta,
+          Band band) {
+  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta, band);
   beta = zero_for_beta(beta, c, m, n, ldc);
   cblas_dgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0, a, la.ld, b, lb.ld, beta, c, ldc);
 }
@@ -62,35 +63,41 @@ const T* col_at(const T* p, MatLayout l, int j) {
 // such tiles). OpenBLAS may pick other kernels for a slab than for the whole (its small-matrix
 // ones, its K blocking), so the last bits can depend on the thread count, as with OpenBLAS's own
 // threads.
+// (A band's offset is relative to the slab: a slab from row i0 sees row i as i - i0, one from
+// column j0 sees column j as j - j0.)
 template <class T>
-void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
+void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band) {
   const double flops = 2.0 * m * n * k;
   const bool by_rows = m >= n;
   const int64_t len = by_rows ? m : n, tiles = (len + 15) / 16;
   const int64_t parts = std::min<int64_t>({get_num_threads(), tiles, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinParallelFlops))});
-  if (parts <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta);
+  if (parts <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band);
   parallel_for(parts, kMinParallelFlops, [&](int64_t p0, int64_t p1) {
     const int i0 = static_cast<int>(std::min(len, tiles * p0 / parts * 16)), i1 = static_cast<int>(std::min(len, tiles * p1 / parts * 16));
     if (i0 == i1) return;
+    Band slab = band;
     if (by_rows) {
-      blas(la, lb, i1 - i0, n, k, row_at(a, la, i0), b, c + static_cast<std::ptrdiff_t>(i0) * ldc, ldc, beta);
+      slab.offset += i0;
+      blas(la, lb, i1 - i0, n, k, row_at(a, la, i0), b, c + static_cast<std::ptrdiff_t>(i0) * ldc, ldc, beta, slab);
     } else {
-      blas(la, lb, m, i1 - i0, k, a, col_at(b, lb, i0), c + i0, ldc, beta);
+      if (band.kind == Band::LowerC) slab.offset -= i0;
+      blas(la, lb, m, i1 - i0, k, a, col_at(b, lb, i0), c + i0, ldc, beta, slab);
     }
   });
 }
 
 }  // namespace
 
-void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta) {
+void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta,
+          Band band) {
   if (m == 0 || n == 0) return;
-  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta);
+  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band);
 }
 
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
-          double beta) {
+          double beta, Band band) {
   if (m == 0 || n == 0) return;
-  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta);
+  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band);
 }
 
 }  // namespace ag::detail

@@ -14,12 +14,26 @@ struct MatLayout {
   int ld;      // leading dimension in elements
 };
 
+// The part of a GEMM its caller needs, for the triangles of causal attention (kernels/attention.cpp):
+// - LowerC: only c[i][j] with j <= i + offset is needed; the entries above may be left as they
+//   were or hold anything;
+// - KTo: a[i][p] is 0 for p > i + offset (and b finite), so row i's sum may stop at p = i + offset;
+// - KFrom: a[i][p] is 0 for p < i + offset (and b finite), so row i's sum may start there.
+// A product that is 0 leaves a sum's bits as they are (a sum that starts at +0 is never -0), so
+// skipping those terms gives the same bits. ag's own kernels skip at the granularity of their
+// tiles; OpenBLAS computes everything.
+struct Band {
+  enum Kind : unsigned char { None, LowerC, KTo, KFrom };
+  Kind kind = None;
+  int offset = 0;
+};
+
 // c (m,n) = a (m,k) @ b (k,n) + beta * c; c is row-major with leading dimension ldc. beta is 0
 // (c is overwritten: zeroed with memset, then added to) or 1 (added to what c holds).
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc,
-          float beta = 0.0f);
+          float beta = 0.0f, Band band = {});
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
-          double beta = 0.0);
+          double beta = 0.0, Band band = {});
 
 // How BLAS reads the last two dims of t, if it can: row-major or, for a transposed view,
 // column-major, with a leading dimension (defined in kernels/matmul.cpp, as are the two below).

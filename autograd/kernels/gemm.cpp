@@ -214,67 +214,66 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, c
 }
 
 // Edge tiles: R of the MR rows and the first `cols` of the NR columns, computed and written in
-// place (masked loads and stores), so no row past the edge is summed and nothing is copied. The
-// sums are the full kernel's, in its order, so an edge element has the bits a full tile would give.
-template <class T, int R, bool RowA>
+// place (masked loads and stores), so no row past the edge is summed and nothing is copied; a tile
+// of at most one vector's columns (NV = 1) computes one vector per row, half the work. The sums
+// are the full kernel's, in its order, so an edge element has the bits a full tile would give.
+template <class T, int R, bool RowA, int NV = 2>
 __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
                                                       int cols) {
   constexpr int W = 32 / sizeof(T);
-  const __m256i m0 = v256_lanes_below(cols, T()), m1 = v256_lanes_below(cols - W, T());
-  decltype(v256_set1(T())) t[R][2];
+  const __m256i m[2] = {v256_lanes_below(cols, T()), v256_lanes_below(cols - W, T())};
+  decltype(v256_set1(T())) t[R][NV];
 #pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = v256_set1(T(0));
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) t[r][v] = v256_set1(T(0));
   for (int p = 0; p < kc; ++p) {
     const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;  // B where it lies: nothing past its columns is read
-    const auto b0 = v256_maskload(bp, m0), b1 = v256_maskload(bp + W, m1);
+    decltype(v256_set1(T())) bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = v256_maskload(bp + v * W, m[v]);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const auto x = v256_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
-      t[r][0] = v256_fma(x, b0, t[r][0]);
-      t[r][1] = v256_fma(x, b1, t[r][1]);
+      for (int v = 0; v < NV; ++v) t[r][v] = v256_fma(x, bv[v], t[r][v]);
     }
   }
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) {
     T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
-    if (acc) {
-      t[r][0] = v256_add(v256_maskload(row, m0), t[r][0]);
-      t[r][1] = v256_add(v256_maskload(row + W, m1), t[r][1]);
+    for (int v = 0; v < NV; ++v) {
+      if (acc) t[r][v] = v256_add(v256_maskload(row + v * W, m[v]), t[r][v]);
+      v256_maskstore(row + v * W, m[v], t[r][v]);
     }
-    v256_maskstore(row, m0, t[r][0]);
-    v256_maskstore(row + W, m1, t[r][1]);
   }
 }
 
 // A is read where it lies: RowA, element (r, p) of the tile at a[r * lda + p] (a row-major A);
 // else at a[p * lda + r] (a column-major A, or a packed panel with lda = MR).
-template <class T, int R, bool RowA>
+template <class T, int R, bool RowA, int NV = 2>
 __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
                                                         int cols) {
   constexpr int W = 64 / sizeof(T);
-  const unsigned m0 = v512_lanes_below(cols, W), m1 = v512_lanes_below(cols - W, W);
-  decltype(v512_set1(T())) t[R][2];
+  const unsigned m[2] = {v512_lanes_below(cols, W), v512_lanes_below(cols - W, W)};
+  decltype(v512_set1(T())) t[R][NV];
 #pragma GCC unroll 12
-  for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) t[r][v] = v512_set1(T(0));
   for (int p = 0; p < kc; ++p) {
     const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;  // B where it lies: nothing past its columns is read
-    const auto b0 = v512_maskz_load(m0, bp), b1 = v512_maskz_load(m1, bp + W);
+    decltype(v512_set1(T())) bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = v512_maskz_load(m[v], bp + v * W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
       const auto x = v512_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
-      t[r][0] = v512_fma(x, b0, t[r][0]);
-      t[r][1] = v512_fma(x, b1, t[r][1]);
+      for (int v = 0; v < NV; ++v) t[r][v] = v512_fma(x, bv[v], t[r][v]);
     }
   }
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
-    if (acc) {
-      t[r][0] = v512_add(v512_maskz_load(m0, row), t[r][0]);
-      t[r][1] = v512_add(v512_maskz_load(m1, row + W), t[r][1]);
+    for (int v = 0; v < NV; ++v) {
+      if (acc) t[r][v] = v512_add(v512_maskz_load(m[v], row + v * W), t[r][v]);
+      v512_mask_store(row + v * W, m[v], t[r][v]);
     }
-    v512_mask_store(row, m0, t[r][0]);
-    v512_mask_store(row + W, m1, t[r][1]);
   }
 }
 
@@ -298,14 +297,16 @@ void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, 
     }
 }
 
-// An edge tile of `rows` rows: the kernel compiled for that many.
+// An edge tile of `rows` rows: the kernel compiled for that many, and for one vector of columns
+// where its columns fit in one.
 template <class T>
 using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, int cols);
 template <class T, bool RowA, std::size_t... R>
 void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
                     std::index_sequence<R...>) {
-  static constexpr EdgeKernel<T> fns[] = {ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA>...};
-  fns[rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
+  static constexpr EdgeKernel<T> fns[2][sizeof...(R)] = {{ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA, 1>...},
+                                                          {ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA, 2>...}};
+  fns[cols > static_cast<int>(32 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
 }
 template <class T, bool RowA>
 void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
@@ -314,8 +315,9 @@ void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int 
 template <class T, bool RowA, std::size_t... R>
 void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
                       std::index_sequence<R...>) {
-  static constexpr EdgeKernel<T> fns[] = {ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA>...};
-  fns[rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
+  static constexpr EdgeKernel<T> fns[2][sizeof...(R)] = {{ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA, 1>...},
+                                                          {ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA, 2>...}};
+  fns[cols > static_cast<int>(64 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
 }
 template <class T, bool RowA>
 void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
@@ -344,7 +346,7 @@ using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, cons
 // The sums are the same, in the same order.
 template <class T, int MR, int NR, TileKernel<T> Ukr, EdgeTiles<T> Edge, TileKernel<T> UkrRowA = nullptr,
           EdgeTiles<T> EdgeRowA = nullptr>
-void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
+void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band) {
   // KC values of a panel pair fit L1 with the tile; an MC x KC block of A fits L2; a KC x NC
   // block of B is meant for L3 (the shapes of a training step rarely need more than one).
   constexpr int KC = sizeof(T) == 4 ? 384 : 256, MC = MR * (sizeof(T) == 4 ? 16 : 12), NC = NR * 128;
@@ -386,22 +388,36 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
           const T* bpanel = direct_b ? b + static_cast<std::ptrdiff_t>(p0) * lb.ld + j0 + jr : bp.data() + static_cast<std::ptrdiff_t>(jr) * kc;
           for (int ir = 0; ir < mc; ir += MR) {
             const int rows = std::min(MR, mc - ir);
-            T* tile = c + static_cast<std::ptrdiff_t>(i0 + ir) * ldc + j0 + jr;
+            // the band (blas.h): the tile's columns and the part [pb, pe) of this K block its rows need
+            int tcols = cols, pb = 0, pe = kc;
+            const int first_row = i0 + ir, last_row = first_row + rows - 1;
+            if (band.kind == Band::LowerC) {
+              tcols = std::min(cols, last_row + band.offset - (j0 + jr) + 1);
+              if (tcols <= 0) continue;  // the whole tile lies above the band
+            } else if (band.kind == Band::KTo) {
+              pe = std::clamp(last_row + band.offset + 1 - p0, 0, kc);
+            } else if (band.kind == Band::KFrom) {
+              pb = std::clamp(first_row + band.offset - p0, 0, kc);
+            }
+            const int tk = std::max(pe - pb, 0);  // (none: the tile is written as 0, or left, with acc)
+            const bool full = rows == MR && tcols == NR;
+            T* tile = c + static_cast<std::ptrdiff_t>(first_row) * ldc + j0 + jr;
+            const T* bp_t = bpanel + static_cast<std::ptrdiff_t>(pb) * ldb;
             if constexpr (direct) {
               if (!la.trans) {
-                const T* arows = a + static_cast<std::ptrdiff_t>(i0 + ir) * la.ld + p0;
-                if (rows == MR && cols == NR) UkrRowA(kc, arows, la.ld, bpanel, ldb, tile, ldc, acc);
-                else EdgeRowA(rows, cols, kc, arows, la.ld, bpanel, ldb, tile, ldc, acc);
+                const T* arows = a + static_cast<std::ptrdiff_t>(first_row) * la.ld + p0 + pb;
+                if (full) UkrRowA(tk, arows, la.ld, bp_t, ldb, tile, ldc, acc);
+                else EdgeRowA(rows, tcols, tk, arows, la.ld, bp_t, ldb, tile, ldc, acc);
               } else {
-                const T* acols = a + static_cast<std::ptrdiff_t>(p0) * la.ld + i0 + ir;
-                if (rows == MR && cols == NR) Ukr(kc, acols, la.ld, bpanel, ldb, tile, ldc, acc);
-                else Edge(rows, cols, kc, acols, la.ld, bpanel, ldb, tile, ldc, acc);
+                const T* acols = a + static_cast<std::ptrdiff_t>(p0 + pb) * la.ld + first_row;
+                if (full) Ukr(tk, acols, la.ld, bp_t, ldb, tile, ldc, acc);
+                else Edge(rows, tcols, tk, acols, la.ld, bp_t, ldb, tile, ldc, acc);
               }
               continue;
             }
-            const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc;
-            if (rows == MR && cols == NR) Ukr(kc, apanel, MR, bpanel, ldb, tile, ldc, acc);
-            else Edge(rows, cols, kc, apanel, MR, bpanel, ldb, tile, ldc, acc);
+            const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc + static_cast<std::ptrdiff_t>(pb) * MR;
+            if (full) Ukr(tk, apanel, MR, bp_t, ldb, tile, ldc, acc);
+            else Edge(rows, tcols, tk, apanel, MR, bp_t, ldb, tile, ldc, acc);
           }
         }
       }
@@ -410,17 +426,18 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
 }
 
 template <class T>
-void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta) {
+void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta,
+             Band band) {
   if (m == 0 || n == 0) return;
   switch (kernel) {
     case GemmKernel::Avx512:  // 12 rows x 2 vectors of 64 bytes
       return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T, false>, edge_avx512<T, false>, ukr_avx512<T, true>,
-                     edge_avx512<T, true>>(la, lb, m, n, k, a, b, c, ldc, beta);
+                     edge_avx512<T, true>>(la, lb, m, n, k, a, b, c, ldc, beta, band);
     case GemmKernel::Avx2:  // 6 rows x 2 vectors of 32 bytes
       return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T, false>, edge_avx2<T, false>, ukr_avx2<T, true>, edge_avx2<T, true>>(
-          la, lb, m, n, k, a, b, c, ldc, beta);
+          la, lb, m, n, k, a, b, c, ldc, beta, band);
     case GemmKernel::Portable:
-      return blocked<T, 4, 8, ukr_portable<T, 4, 8>, edge_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta);
+      return blocked<T, 4, 8, ukr_portable<T, 4, 8>, edge_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta, band);
     case GemmKernel::OpenBLAS:
       break;
   }
@@ -515,12 +532,12 @@ void set_gemm_kernel(GemmKernel k) {
 void reset_gemm_kernel() { g_kernel.store(-1, std::memory_order_relaxed); }
 
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const float* a, const float* b, float* c,
-              int ldc, float beta) {
-  run_own<float>(k, la, lb, m, n, kk, a, b, c, ldc, beta);
+              int ldc, float beta, Band band) {
+  run_own<float>(k, la, lb, m, n, kk, a, b, c, ldc, beta, band);
 }
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const double* a, const double* b, double* c,
-              int ldc, double beta) {
-  run_own<double>(k, la, lb, m, n, kk, a, b, c, ldc, beta);
+              int ldc, double beta, Band band) {
+  run_own<double>(k, la, lb, m, n, kk, a, b, c, ldc, beta, band);
 }
 
 }  // namespace ag::detail

@@ -48,10 +48,11 @@ class GemmKernelGuard {
 };
 
 // c (m,n) = a (m,k) @ b (k,n) + beta c by ag's kernel `k` (not OpenBLAS), on the calling thread.
-// beta 0 overwrites c without reading it; beta 1 adds to it.
+// beta 0 overwrites c without reading it; beta 1 adds to it. A band (blas.h) skips the tiles and
+// the terms of the sums its caller does not need.
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const float* a, const float* b, float* c,
-              int ldc, float beta);
+              int ldc, float beta, Band band = {});
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const double* a, const double* b, double* c,
-              int ldc, double beta);
+              int ldc, double beta, Band band = {});
 
 }  // namespace ag::detail

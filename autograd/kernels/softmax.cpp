@@ -4,9 +4,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/kernels/common.h"
@@ -17,44 +19,49 @@ namespace {
 
 // exp for the softmax family: Cephes' single-precision polynomial (about 1 ulp), branch-free so
 // the row loops vectorize. exp of -inf (a masked score) and of anything below the float range is
-// exactly 0. One body for a float and for a vector of floats (F8 below, lane by lane: the same
-// operations in the same order, so the same bits); `splat(c, F)` is c as an F. Doubles use the C
-// library.
-inline float splat(float c, float) { return c; }
+// exactly 0. One body for a float and for a vector of floats (F8 and F16 below, lane by lane: the
+// same operations in the same order, so the same bits). Doubles use the C library.
 #ifdef __AVX2__
 typedef float F8 __attribute__((vector_size(32)));  // 8 floats as one vector (below)
 typedef int32_t I8 __attribute__((vector_size(32)));
 inline F8 splat(float c, F8) { return F8{c, c, c, c, c, c, c, c}; }
 #endif
+typedef float F16 __attribute__((vector_size(64)));  // 16 floats, for the AVX-512F rows (below)
+typedef int32_t I16 __attribute__((vector_size(64)));
+// (x in place: a 64-byte vector passed by value would change the ABI of a function not compiled for AVX-512)
 template <class F, class I>
-inline F fast_exp_lanes(F x) {
-  const F lo = splat(-87.3365448f, F()), hi = splat(88.7228394f, F()), magic = splat(12582912.0f, F());
+__attribute__((always_inline)) inline void fast_exp_lanes(F& x) {
+  const F zero{};  // (zero + c: the constant c in every lane, for a float too)
+  const F lo = (zero + -87.3365448f), hi = (zero + 88.7228394f), magic = (zero + 12582912.0f);
   F xc = x > lo ? x : lo;  // also maps NaN to the bound (NaN rows are handled before exp is called)
   xc = xc < hi ? xc : hi;
   // n = round(x / ln 2) with the 1.5 * 2^23 trick: exact for |n| < 2^22, no branch
-  const F t = xc * splat(1.44269504088896341f, F()) + magic;
+  const F t = xc * (zero + 1.44269504088896341f) + magic;
   const F nf = t - magic;
   I tb, mb;
   std::memcpy(&tb, &t, sizeof tb);
   std::memcpy(&mb, &magic, sizeof mb);
   const I n = tb - mb;
-  F r = xc - nf * splat(0.693359375f, F());
-  r = r - nf * splat(-2.12194440e-4f, F());
+  F r = xc - nf * (zero + 0.693359375f);
+  r = r - nf * (zero + -2.12194440e-4f);
   const F z = r * r;
-  F p = splat(1.9875691500e-4f, F());
-  p = p * r + splat(1.3981999507e-3f, F());
-  p = p * r + splat(8.3334519073e-3f, F());
-  p = p * r + splat(4.1665795894e-2f, F());
-  p = p * r + splat(1.6666665459e-1f, F());
-  p = p * r + splat(5.0000001201e-1f, F());
-  const F y = p * z + r + splat(1.0f, F());
+  F p = (zero + 1.9875691500e-4f);
+  p = p * r + (zero + 1.3981999507e-3f);
+  p = p * r + (zero + 8.3334519073e-3f);
+  p = p * r + (zero + 4.1665795894e-2f);
+  p = p * r + (zero + 1.6666665459e-1f);
+  p = p * r + (zero + 5.0000001201e-1f);
+  const F y = p * z + r + (zero + 1.0f);
   const I sb = (n + 127) << 23;  // 2^n
   F scale;
   std::memcpy(&scale, &sb, sizeof scale);
-  const F keep = x >= lo ? splat(1.0f, F()) : splat(0.0f, F());  // exp(-inf) and underflow give exactly 0
-  return y * scale * keep;
+  const F keep = x >= lo ? (zero + 1.0f) : (zero + 0.0f);  // exp(-inf) and underflow give exactly 0
+  x = y * scale * keep;
 }
-inline float fast_exp(float x) { return fast_exp_lanes<float, int32_t>(x); }
+inline float fast_exp(float x) {
+  fast_exp_lanes<float, int32_t>(x);
+  return x;
+}
 inline double fast_exp(double x) { return std::exp(x); }
 
 #ifdef __AVX2__
@@ -77,7 +84,10 @@ inline I8 lanes_below(int64_t k) {
 }
 inline F8 f8_load_lanes(const float* p, I8 lanes) { return (F8)_mm256_maskload_ps(p, (__m256i)lanes); }
 inline void f8_store_lanes(float* p, I8 lanes, F8 v) { _mm256_maskstore_ps(p, (__m256i)lanes, (__m256)v); }
-inline F8 fast_exp8(F8 x) { return fast_exp_lanes<F8, I8>(x); }
+inline F8 fast_exp8(F8 x) {
+  fast_exp_lanes<F8, I8>(x);
+  return x;
+}
 #endif
 
 // Sum of a row with 8 running partial sums (vectorizes; the order PyTorch's vectorized sums use
@@ -278,6 +288,64 @@ void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int6
 }
 #endif  // __AVX2__ (built without it, floats take the loops above)
 
+// The same for float in 16-float vectors (AVX-512F, chosen at run time where the CPU has it), with
+// the row's last few in masked loads and stores: the same operations in the same order on each
+// value, and the sum in row_sum's 8 lanes (each 16-float vector added as its low then its high
+// half), so the same bits as the loops above.
+__attribute__((target("avx512f"), flatten)) void causal_rows_avx512(const float* x, float* y, int64_t rows, int64_t tq,
+                                                                    int64_t n, float divisor) {
+  const int64_t nb = n / 8 * 8;  // row_sum's lanes cover [0, nb), the rest is added after, in order
+  const __m512 d = _mm512_set1_ps(divisor), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const int64_t m = std::min(r % tq + 1, n);
+    __m512 mx16 = ninf;
+    __mmask16 bad = 0;
+    for (int64_t j = 0; j < m; j += 16) {  // lanes past the row's end: not read, not written, -inf for the max
+      const __mmask16 k = m - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - j)) - 1);
+      const __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(k, xr + j), d);
+      _mm512_mask_storeu_ps(yr + j, k, v);
+      bad |= _mm512_mask_cmp_ps_mask(k, v, v, _CMP_UNORD_Q);
+      mx16 = _mm512_mask_max_ps(mx16, k, v, mx16);
+    }
+    if (bad) {  // NaN in, NaN out (the whole row, as softmax does)
+      std::fill(yr, yr + n, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    alignas(64) float maxima[16];
+    _mm512_store_ps(maxima, mx16);
+    float mx = maxima[0];
+    for (int k = 1; k < 16; ++k) mx = maxima[k] > mx ? maxima[k] : mx;
+    const F16 shift = (F16)_mm512_set1_ps(std::isinf(mx) ? 0.0f : mx);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < m; j += 16) {
+      const __mmask16 k = m - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - j)) - 1);
+      F16 e = (F16)_mm512_maskz_loadu_ps(k, yr + j) - shift;
+      fast_exp_lanes<F16, I16>(e);
+      _mm512_mask_storeu_ps(yr + j, k, (__m512)e);
+      const __m512 kept = _mm512_maskz_mov_ps(k, (__m512)e);  // a lane past the row adds nothing
+      __m256 half[2];
+      std::memcpy(half, &kept, sizeof half);
+      if (j < nb) acc = _mm256_add_ps(acc, half[0]);
+      if (j + 8 < nb) acc = _mm256_add_ps(acc, half[1]);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc);
+    float sum = 0;
+    for (int k = 0; k < 8; ++k) sum += lanes[k];
+    for (int64_t j = std::max(nb, int64_t(0)); j < m; ++j) sum += yr[j];  // the row's last few, past row_sum's lanes
+    const float inv = 1.0f / sum;
+    const __m512 inv16 = _mm512_set1_ps(inv);
+    for (int64_t j = 0; j < m; j += 16) {
+      const __mmask16 k = m - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - j)) - 1);
+      _mm512_mask_storeu_ps(yr + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, yr + j), inv16));
+    }
+    std::fill(yr + m, yr + n, 0.0f * inv);
+  }
+}
+
+
 // The backward of causal_rows, bit-identical to softmax_backward_lastdim followed by the
 // division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
 // Two passes: g * y with row_sum's lane sums (over the whole row: a masked y is 0, but an infinite
@@ -396,7 +464,7 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
   const Tensor x = detail::contiguous_values(scores);
   Tensor y = detail::make_tensor(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
-    if (x.numel()) causal_rows<T>(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
+    if (x.numel()) causal_softmax_rows(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
   });
   return y;
 }
@@ -412,7 +480,8 @@ Tensor causal_softmax_backward(const Tensor& g0, const Tensor& y, int64_t tq, in
 }
 
 void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
-  causal_rows<float>(x, y, rows, tq, n, divisor);
+  if (rows_avx512()) causal_rows_avx512(x, y, rows, tq, n, divisor);
+  else causal_rows<float>(x, y, rows, tq, n, divisor);
 }
 void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor) {
   causal_rows<double>(x, y, rows, tq, n, divisor);
@@ -426,14 +495,29 @@ void causal_softmax_backward_rows(const double* g, const double* y, double* dx, 
   causal_backward_rows<double>(g, y, dx, rows, tq, n, divisor);
 }
 namespace {
+std::atomic<int> g_rows_avx512{-1};  // -1: not chosen yet (the CPU's)
+}  // namespace
+
+bool rows_avx512() {
+  int on = g_rows_avx512.load(std::memory_order_relaxed);
+  if (on < 0) {
+    on = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    g_rows_avx512.store(on, std::memory_order_relaxed);
+  }
+  return on == 1;
+}
+
+void set_rows_avx512(bool on) {
+  if (on && !__builtin_cpu_supports("avx512f"))
+    throw std::invalid_argument("[softmax] this CPU cannot run the AVX-512F row kernels");
+  g_rows_avx512.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
+namespace {
 // cross_entropy's row passes compiled for AVX-512F too (16 floats a vector; its rows are a whole
 // vocabulary long), chosen at run time. Each element gets the same operations in the same order
 // (nothing is contracted into an FMA, no sum is reassociated), so the bits do not depend on which
 // one runs.
-bool rows_avx512() {
-  static const bool on = __builtin_cpu_supports("avx512f");
-  return on;
-}
 template <class T>
 __attribute__((target("avx512f"), flatten)) void log_softmax_stats_avx512(const T* x, int64_t rows, int64_t n, T* shift, T* ls) {
   log_softmax_stats_rows<T>(x, rows, n, shift, ls);

@@ -36,6 +36,13 @@ void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int
 void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
                                   double divisor);
 
+// Whether the float row kernels (the causal softmax rows, cross_entropy's) run their AVX-512F
+// build: wherever the CPU has AVX-512F, unless set_rows_avx512(false). Both give the same bits
+// (the tests compare them); set_rows_avx512(true) on a CPU without AVX-512F throws
+// std::invalid_argument.
+bool rows_avx512();
+void set_rows_avx512(bool on);
+
 // cross_entropy's row kernels, with log_softmax's arithmetic: per row of x (rows, n),
 // log_softmax(x)[r, j] == x[r, j] - shift[r] - ls[r] bit for bit (ls NaN for a row with a NaN);
 // and dx = log_softmax's backward of a gradient that is v[r] at target[r] (none if target[r] is
