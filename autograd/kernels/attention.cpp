@@ -80,14 +80,20 @@ bool all_finite(const T* p, MatLayout l, int64_t rows, int64_t cols) {
   return bad == 0;
 }
 
+// Where the weights come from: causal_softmax_rows in this very kernel, for tril(w) @ v (Ours: +0
+// above the diagonal except in a row that is all NaN, whose product row is NaN either way: nothing
+// to check), or anywhere else (Given: they may hold anything there; in tril(w)^T @ g a NaN row's
+// entries above the diagonal would reach other rows).
+enum class Weights { Given, Ours };
+
 // The region rows [r0, r1) x cols [c0, c1) of tril(w) as a GEMM operand: w itself if its entries
-// above the diagonal there are all +0 (always so for weights from causal_qk_softmax), else a
-// copy into `scratch` with those entries zeroed.
+// above the diagonal there are all +0 (always so for weights from causal_qk_softmax, and not
+// checked for Weights::Ours), else a copy into `scratch` with those entries zeroed.
 template <class T>
 const T* tril_region(const T* w, MatLayout lw, int64_t r0, int64_t r1, int64_t c0, int64_t c1, std::vector<T>& scratch,
-                     MatLayout& layout) {
+                     MatLayout& layout, Weights from) {
   decltype(bits(T())) nonzero = 0;  // OR of the bits of the entries above the diagonal
-  for (int64_t i = r0; i < std::min(r1, c1); ++i)
+  for (int64_t i = r0; i < std::min(r1, c1) && from == Weights::Given; ++i)
     for (int64_t j = std::max(c0, i + 1); j < c1; ++j) nonzero |= bits(*at(w, lw, i, j));
   if (nonzero == 0) {
     layout = lw;
@@ -222,14 +228,14 @@ void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T*
 // With beta = 1 the product is added to what out holds.
 template <class T>
 void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T* pout, int ldc, int64_t tq, int64_t tk,
-                        int64_t e, std::vector<T>& scratch, T beta = T(0)) {
+                        int64_t e, std::vector<T>& scratch, T beta = T(0), Weights from = Weights::Given) {
   // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
   const bool skip = !rows_skip_keys(tq, tk, block_rows()) || all_finite(pv, lv, tk, e);
   const int64_t bs = skip ? block_rows() : tq;
   for (int64_t r0 = 0; r0 < tq; r0 += bs) {
     const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
     MatLayout la{};
-    const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la);
+    const T* a = tril_region(pw, lw, r0, r0 + rows, 0, cols, scratch, la, from);
     detail::gemm(la, lv, static_cast<int>(rows), static_cast<int>(e), static_cast<int>(cols), a, pv, pout + r0 * ldc, ldc,
                  beta, skip ? Band{Band::KTo, static_cast<int>(r0)} : Band{});
   }
@@ -260,7 +266,7 @@ void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw,
     const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
     if (first == tq) break;  // values no query sees: their gradient stays 0
     MatLayout la{};
-    const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la);
+    const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la, Weights::Given);
     detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
                  at(pg, lg, first, 0), pdv + c0 * ldc, ldc, beta, skip ? Band{Band::KFrom, static_cast<int>(c0 - first)} : Band{});
   }
@@ -455,7 +461,7 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
       T* py = keep_weights ? y.data_ptr<T>() + index * tq * tk : s.y.data();
       qk_softmax_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, py, tq, tk, e, static_cast<T>(divisor));
       // this matrix's weights are still in cache for the second product
-      tril_matmul_matrix<T>(py, ly, base<T>(v) + o[2], lv, out_row<T>(out, o[3], 0), ldc_of(out), tq, tk, ev, s.tril);
+      tril_matmul_matrix<T>(py, ly, base<T>(v) + o[2], lv, out_row<T>(out, o[3], 0), ldc_of(out), tq, tk, ev, s.tril, T(0), Weights::Ours);
     });
   });
   return {out, y};
@@ -598,7 +604,7 @@ std::pair<Tensor, Tensor> causal_attention_jvp(const Tensor& q0, const Tensor& k
       const T *pq = base<T>(q) + o[0], *pk = base<T>(k) + o[1], *pv = base<T>(v) + o[2];
       qk_softmax_matrix<T>(pq, lq, pk, lkt, s.y.data(), tq, tk, e, static_cast<T>(divisor));
       T* po = out_row<T>(out, o[6], 0);
-      tril_matmul_matrix<T>(s.y.data(), ly, pv, lv, po, ldc_of(out), tq, tk, ev, s.tril);
+      tril_matmul_matrix<T>(s.y.data(), ly, pv, lv, po, ldc_of(out), tq, tk, ev, s.tril, T(0), Weights::Ours);
       T* pdo = out_row<T>(dout, o[7], 0);
       T beta = 0;
       if (dq.defined() || dk.defined()) {

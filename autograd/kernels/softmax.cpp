@@ -291,19 +291,61 @@ void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int6
 // The same for float in 16-float vectors (AVX-512F, chosen at run time where the CPU has it), with
 // the row's last few in masked loads and stores: the same operations in the same order on each
 // value, and the sum in row_sum's 8 lanes (each 16-float vector added as its low then its high
-// half), so the same bits as the loops above.
-__attribute__((target("avx512f"), flatten)) void causal_rows_avx512(const float* x, float* y, int64_t rows, int64_t tq,
-                                                                    int64_t n, float divisor) {
+// half), so the same bits as the loops above. The helpers below serve cross_entropy's rows too.
+#define AG_ROWS512 __attribute__((target("avx512f"), always_inline)) inline
+// the lanes below `left` (of 16) as a mask, for a row's last few values
+AG_ROWS512 __mmask16 lanes16(int64_t left) { return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1); }
+// the halves of 16 floats (through memory as far as the language goes; the compiler extracts)
+// (GCC 12's _mm512_castps512_ps256 and _mm512_extractf64x4_pd warn of an uninitialized value of
+// their own)
+AG_ROWS512 __m256 half8(__m512 v, int which) {
+  __m256 h[2];
+  std::memcpy(h, &v, sizeof h);
+  return h[which];
+}
+AG_ROWS512 __m256 low8(__m512 v) { return half8(v, 0); }
+AG_ROWS512 __m256 high8(__m512 v) { return half8(v, 1); }
+// the largest of 16 lanes by a tree of maxima (a maximum is exact, so any order gives row_max's;
+// no lane is NaN here)
+AG_ROWS512 float max16(__m512 v) {
+  const __m256 m8 = _mm256_max_ps(low8(v), high8(v));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  return _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+}
+// 16 values starting at j (0 past the row) added into row_sum's 8 lanes, which cover [0, nb):
+// the low half, then the high half
+AG_ROWS512 __m256 add_to_lanes(__m256 acc, __m512 kept, int64_t j, int64_t nb) {
+  if (j < nb) acc = _mm256_add_ps(acc, low8(kept));
+  if (j + 8 < nb) acc = _mm256_add_ps(acc, high8(kept));
+  return acc;
+}
+// row_sum's lanes added in order
+AG_ROWS512 float sum_lanes(__m256 acc) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float sum = 0;
+  for (int k = 0; k < 8; ++k) sum += lanes[k];
+  return sum;
+}
+AG_ROWS512 __m512 exp16(__m512 x) {
+  F16 e = (F16)x;
+  fast_exp_lanes<F16, I16>(e);
+  return (__m512)e;
+}
+
+__attribute__((target("avx512f"))) void causal_rows_avx512(const float* x, float* y, int64_t rows, int64_t tq, int64_t n,
+                                                           float divisor) {
   const int64_t nb = n / 8 * 8;  // row_sum's lanes cover [0, nb), the rest is added after, in order
   const __m512 d = _mm512_set1_ps(divisor), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0, i = 0; r < rows; ++r, i = i + 1 == tq ? 0 : i + 1) {  // i: the row's query, r % tq
     const float* xr = x + r * n;
     float* yr = y + r * n;
-    const int64_t m = std::min(r % tq + 1, n);
+    const int64_t m = std::min(i + 1, n);
     __m512 mx16 = ninf;
     __mmask16 bad = 0;
     for (int64_t j = 0; j < m; j += 16) {  // lanes past the row's end: not read, not written, -inf for the max
-      const __mmask16 k = m - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - j)) - 1);
+      const __mmask16 k = lanes16(m - j);
       const __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(k, xr + j), d);
       _mm512_mask_storeu_ps(yr + j, k, v);
       bad |= _mm512_mask_cmp_ps_mask(k, v, v, _CMP_UNORD_Q);
@@ -313,38 +355,86 @@ __attribute__((target("avx512f"), flatten)) void causal_rows_avx512(const float*
       std::fill(yr, yr + n, std::numeric_limits<float>::quiet_NaN());
       continue;
     }
-    alignas(64) float maxima[16];
-    _mm512_store_ps(maxima, mx16);
-    float mx = maxima[0];
-    for (int k = 1; k < 16; ++k) mx = maxima[k] > mx ? maxima[k] : mx;
-    const F16 shift = (F16)_mm512_set1_ps(std::isinf(mx) ? 0.0f : mx);
+    const float mx = max16(mx16);
+    const __m512 shift = _mm512_set1_ps(std::isinf(mx) ? 0.0f : mx);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t j = 0; j < m; j += 16) {
-      const __mmask16 k = m - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - j)) - 1);
-      F16 e = (F16)_mm512_maskz_loadu_ps(k, yr + j) - shift;
-      fast_exp_lanes<F16, I16>(e);
-      _mm512_mask_storeu_ps(yr + j, k, (__m512)e);
-      const __m512 kept = _mm512_maskz_mov_ps(k, (__m512)e);  // a lane past the row adds nothing
-      __m256 half[2];
-      std::memcpy(half, &kept, sizeof half);
-      if (j < nb) acc = _mm256_add_ps(acc, half[0]);
-      if (j + 8 < nb) acc = _mm256_add_ps(acc, half[1]);
+      const __mmask16 k = lanes16(m - j);
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, yr + j), shift));
+      _mm512_mask_storeu_ps(yr + j, k, e);
+      acc = add_to_lanes(acc, _mm512_maskz_mov_ps(k, e), j, nb);  // a lane past the row adds nothing
     }
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, acc);
-    float sum = 0;
-    for (int k = 0; k < 8; ++k) sum += lanes[k];
-    for (int64_t j = std::max(nb, int64_t(0)); j < m; ++j) sum += yr[j];  // the row's last few, past row_sum's lanes
+    float sum = sum_lanes(acc);
+    for (int64_t j = nb; j < m; ++j) sum += yr[j];  // the row's last few, past row_sum's lanes
     const float inv = 1.0f / sum;
     const __m512 inv16 = _mm512_set1_ps(inv);
     for (int64_t j = 0; j < m; j += 16) {
-      const __mmask16 k = m - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - j)) - 1);
+      const __mmask16 k = lanes16(m - j);
       _mm512_mask_storeu_ps(yr + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, yr + j), inv16));
     }
     std::fill(yr + m, yr + n, 0.0f * inv);
   }
 }
 
+// cross_entropy's row passes (log_softmax_stats_rows and cross_entropy_backward_rows below) in
+// 16-float vectors: the same operations on each value, the sum in row_sum's lanes.
+__attribute__((target("avx512f"))) void log_softmax_stats_avx512(const float* x, int64_t rows, int64_t n, float* shift, float* ls) {
+  const int64_t nb = n / 8 * 8;
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    __m512 mx16 = ninf;
+    __mmask16 bad = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 k = lanes16(n - j);
+      const __m512 v = _mm512_maskz_loadu_ps(k, xr + j);
+      bad |= _mm512_mask_cmp_ps_mask(k, v, v, _CMP_UNORD_Q);
+      mx16 = _mm512_mask_max_ps(mx16, k, v, mx16);
+    }
+    if (bad) {  // log_softmax's NaN row: every log-prob NaN
+      shift[r] = 0;
+      ls[r] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float mx = max16(mx16), sh = std::isinf(mx) ? 0.0f : mx;
+    const __m512 sh16 = _mm512_set1_ps(sh);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 k = lanes16(n - j);
+      acc = add_to_lanes(acc, _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), sh16))), j, nb);
+    }
+    float sum = sum_lanes(acc);
+    for (int64_t j = nb; j < n; ++j) sum += fast_exp(xr[j] - sh);  // past row_sum's lanes, in order
+    shift[r] = sh;
+    ls[r] = std::log(sum);
+  }
+}
+
+__attribute__((target("avx512f"))) void cross_entropy_backward_avx512(const float* x, const float* shift, const float* ls,
+                                                                      const int64_t* target, const float* v, int64_t rows,
+                                                                      int64_t n, float* dx) {
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* dr = dx + r * n;
+    const float sr = shift[r], lr = ls[r], sum = v[r] + 0.0f;
+    const __m512 sr16 = _mm512_set1_ps(sr), lr16 = _mm512_set1_ps(lr), sum16 = _mm512_set1_ps(sum);
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {  // two vectors at a time: two independent chains for the scheduler
+      const __m512 e0 = exp16(_mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xr + j), sr16), lr16));
+      const __m512 e1 = exp16(_mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xr + j + 16), sr16), lr16));
+      _mm512_storeu_ps(dr + j, _mm512_sub_ps(zero, _mm512_mul_ps(e0, sum16)));
+      _mm512_storeu_ps(dr + j + 16, _mm512_sub_ps(zero, _mm512_mul_ps(e1, sum16)));
+    }
+    for (; j < n; j += 16) {
+      const __mmask16 k = lanes16(n - j);
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), sr16), lr16));
+      _mm512_mask_storeu_ps(dr + j, k, _mm512_sub_ps(zero, _mm512_mul_ps(e, sum16)));
+    }
+    if (target[r] >= 0) dr[target[r]] = v[r] - fast_exp(xr[target[r]] - sr - lr) * sum;
+  }
+}
+#undef AG_ROWS512
 
 // The backward of causal_rows, bit-identical to softmax_backward_lastdim followed by the
 // division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
@@ -513,25 +603,8 @@ void set_rows_avx512(bool on) {
   g_rows_avx512.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-namespace {
-// cross_entropy's row passes compiled for AVX-512F too (16 floats a vector; its rows are a whole
-// vocabulary long), chosen at run time. Each element gets the same operations in the same order
-// (nothing is contracted into an FMA, no sum is reassociated), so the bits do not depend on which
-// one runs.
-template <class T>
-__attribute__((target("avx512f"), flatten)) void log_softmax_stats_avx512(const T* x, int64_t rows, int64_t n, T* shift, T* ls) {
-  log_softmax_stats_rows<T>(x, rows, n, shift, ls);
-}
-template <class T>
-__attribute__((target("avx512f"), flatten)) void cross_entropy_backward_avx512(const T* x, const T* shift, const T* ls,
-                                                                               const int64_t* target, const T* v, int64_t rows,
-                                                                               int64_t n, T* dx) {
-  cross_entropy_backward_rows<T>(x, shift, ls, target, v, rows, n, dx);
-}
-}  // namespace
-
 void log_softmax_stats(const float* x, int64_t rows, int64_t n, float* shift, float* ls) {
-  if (rows_avx512()) log_softmax_stats_avx512<float>(x, rows, n, shift, ls);
+  if (rows_avx512()) log_softmax_stats_avx512(x, rows, n, shift, ls);
   else log_softmax_stats_rows<float>(x, rows, n, shift, ls);
 }
 void log_softmax_stats(const double* x, int64_t rows, int64_t n, double* shift, double* ls) {
@@ -539,7 +612,7 @@ void log_softmax_stats(const double* x, int64_t rows, int64_t n, double* shift, 
 }
 void cross_entropy_backward(const float* x, const float* shift, const float* ls, const int64_t* target, const float* v,
                             int64_t rows, int64_t n, float* dx) {
-  if (rows_avx512()) cross_entropy_backward_avx512<float>(x, shift, ls, target, v, rows, n, dx);
+  if (rows_avx512()) cross_entropy_backward_avx512(x, shift, ls, target, v, rows, n, dx);
   else cross_entropy_backward_rows<float>(x, shift, ls, target, v, rows, n, dx);
 }
 void cross_entropy_backward(const double* x, const double* shift, const double* ls, const int64_t* target, const double* v,
