@@ -178,16 +178,22 @@ Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v
       }
     }
   }
-  // y = causal_softmax(q @ k^T, divisor) per matrix in cache, out = tril(y) @ v
-  Tensor out = kernels::causal_attention(q, k, v, batch, divisor, /*keep_weights=*/false).first;
-  if (!needs_grad({&q, &k, &v})) return out;
+  // y = causal_softmax(q @ k^T, divisor) per matrix in cache, out = tril(y) @ v; with a graph to
+  // record, the softmax rows' shifts and reciprocal sums too (batch..., T, 2), from which the
+  // backward gives y again in one pass (PyTorch's flash attention keeps each row's logsumexp)
+  const bool grad = needs_grad({&q, &k, &v});
+  Tensor stats;
+  Tensor out = kernels::causal_attention(q, k, v, batch, divisor, /*keep_weights=*/false, grad ? &stats : nullptr).first;
+  if (!grad) return out;
   const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
   // causal_attention's rule with y recomputed from q and k: dw = tril(g @ v^T),
   // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q, dv = tril(y)^T @ g
   record(out, "ScaledDotProductFlashAttentionForCpuBackward0", {q, k, v},
-         [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), gq, gk, gv, batch, divisor](const Tensor& g) -> Grads {
+         [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sstats = SavedTensor(stats), gq, gk, gv, batch,
+          divisor](const Tensor& g) -> Grads {
            const Tensor q = sq.get(), k = sk.get(), v = sv.get();
-           if (!needs_grad({&g, &q, &k, &v})) return kernels::causal_attention_backward(g, Tensor(), q, k, v, gq, gk, gv, batch, divisor);
+           if (!needs_grad({&g, &q, &k, &v}))
+             return kernels::causal_attention_backward(g, Tensor(), q, k, v, gq, gk, gv, batch, divisor, sstats.get());
            if (Grads fr = backward_with_tangents(g, Tensor(), q, k, v, gq, gk, gv, batch, divisor); !fr.empty()) return fr;
            // the weights again, as an op: a graph of this backward reaches q and k through them
            return causal_attention_rule(g, causal_qk_softmax(q, k, divisor), q, k, v, gq, gk, gv, divisor);

@@ -640,21 +640,39 @@ TEST(CausalAttentionOutput, MatchesTheComposedDefinitionAcrossBlockSizesForwardA
                                        randn({3, 3, 70}, kFloat64).transpose(1, 2), "q and v column-major");
 }
 
-TEST(CausalAttentionOutput, SameBitsAsCausalAttentionsOutWithInfAndNaN) {
-  // the same kernels with the weights in scratch: the same bits, NaN and inf included
-  manual_seed(44);
-  Tensor q = randn({1, 2, 70, 8}), k = randn({1, 2, 70, 8}), v = randn({1, 2, 70, 8});
-  v.data_ptr<float>()[(1 * 70 + 50) * 8 + 3] = INFINITY;
-  q.data_ptr<float>()[(0 * 70 + 2) * 8 + 1] = std::numeric_limits<float>::quiet_NaN();
-  const Tensor up = randn({1, 2, 70, 8});
+// The same kernels with the weights in scratch, given again in the backward from the forward's
+// per-row stats (shift and 1 / sum) in one pass: the same bits as causal_attention's kept weights,
+// NaN and inf included (a NaN row, a row whose only score is -inf: sum 0, the row NaN), in both
+// dtypes, at lengths around the vectors' and under every row kernel the CPU runs.
+template <class T>
+void expect_output_bits_as_kept_weights(int64_t t, const std::string& where) {
+  const DType dt = std::is_same_v<T, float> ? kFloat32 : kFloat64;
+  Tensor q = randn({1, 2, t, 8}, dt), k = randn({1, 2, t, 8}, dt), v = randn({1, 2, t, 8}, dt);
+  v.data_ptr<T>()[(1 * t + t / 2) * 8 + 3] = std::numeric_limits<T>::infinity();
+  q.data_ptr<T>()[(0 * t + 2) * 8 + 1] = std::numeric_limits<T>::quiet_NaN();
+  q.data_ptr<T>()[(1 * t + 0) * 8 + 4] = T(1);  // head 1, query 0: its only score is -inf
+  k.data_ptr<T>()[(1 * t + 0) * 8 + 4] = -std::numeric_limits<T>::infinity();
+  const Tensor up = randn({1, 2, t, 8}, dt);
   Tensor q1 = leaf(q), k1 = leaf(k), v1 = leaf(v), q2 = leaf(q), k2 = leaf(k), v2 = leaf(v);
   const Tensor a = causal_attention_output(q1, k1, v1, 2.0), b = causal_attention(q2, k2, v2, 2.0).out;
   (a * up).sum().backward();
   (b * up).sum().backward();
-  EXPECT_EQ(bit_mismatches<float>(a, b), 0);
-  EXPECT_EQ(bit_mismatches<float>(q1.grad(), q2.grad()), 0);
-  EXPECT_EQ(bit_mismatches<float>(k1.grad(), k2.grad()), 0);
-  EXPECT_EQ(bit_mismatches<float>(v1.grad(), v2.grad()), 0);
+  EXPECT_EQ(bit_mismatches<T>(a, b), 0) << where;
+  EXPECT_EQ(bit_mismatches<T>(q1.grad(), q2.grad()), 0) << where;
+  EXPECT_EQ(bit_mismatches<T>(k1.grad(), k2.grad()), 0) << where;
+  EXPECT_EQ(bit_mismatches<T>(v1.grad(), v2.grad()), 0) << where;
+  EXPECT_TRUE(std::isnan(a.to_vector<T>()[(1 * t + 0) * 8])) << where << ": the -inf row";
+}
+
+TEST(CausalAttentionOutput, SameBitsAsCausalAttentionsOutWithInfAndNaN) {
+  manual_seed(44);
+  testutil::for_each_row_kernel([](const std::string& rows) {
+    for (int64_t t : {5, 17, 70}) {
+      const std::string where = rows + ", T " + std::to_string(t);
+      expect_output_bits_as_kept_weights<float>(t, where + ", float32");
+      expect_output_bits_as_kept_weights<double>(t, where + ", float64");
+    }
+  });
 }
 
 TEST(CausalAttentionOutput, OneNodeStraightToQKAndV) {

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 
-#include "autograd/kernels/softmax.h"
 #include "test_util.h"
 
 using namespace ag;
@@ -125,14 +124,8 @@ TEST(CausalSoftmax, RejectsScoresThatAreNotAFloatMatrix) {
 // the same bits as the composed ops on rows of every length around the vectors' (8, 16) and the
 // sums' lanes, and with inf, -inf and NaN inside the kept part. Cross-entropy's rows too.
 TEST(CausalSoftmax, SameBitsUnderEveryRowKernelTheCpuRuns) {
-  const bool had = kernels::rows_avx512();
-  for (const bool avx512 : {false, true}) {
-    if (avx512 && !__builtin_cpu_supports("avx512f")) {
-      std::cout << "[ SKIPPED  ] the AVX-512F rows: this CPU lacks AVX-512F\n";
-      continue;
-    }
-    kernels::set_rows_avx512(avx512);
-    SCOPED_TRACE(avx512 ? "avx512 rows" : "avx2 / plain rows");
+  testutil::for_each_row_kernel([](const std::string& rows) {
+    SCOPED_TRACE(rows);
     manual_seed(5);
     for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 40, 47, 64, 100, 256}) {
       expect_bit_identical<float>(randn({2, n, n}) * 4.0, std::sqrt(32.0));
@@ -152,7 +145,6 @@ TEST(CausalSoftmax, SameBitsUnderEveryRowKernelTheCpuRuns) {
     l1.backward();
     l2.backward();
     EXPECT_EQ(bit_mismatches<float>(x1.grad(), x2.grad()), 0);
-  }
-  kernels::set_rows_avx512(had);
+  });
   if (!__builtin_cpu_supports("avx512f")) EXPECT_THROW(kernels::set_rows_avx512(true), std::invalid_argument);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/softmax.h"
 
 namespace testutil {
 
@@ -98,6 +99,22 @@ inline CommandResult run_command(const std::string& cmd) {
   while (p && std::fgets(buf.data(), buf.size(), p)) out += buf.data();
   const int status = p ? ::pclose(p) : -1;
   return {status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// f(name) under each float row kernel this CPU runs (the AVX-512F rows and the AVX2 or plain ones,
+// kernels::set_rows_avx512), the others skipped with a message; the automatic choice after.
+template <class F>
+void for_each_row_kernel(F f) {
+  const bool had = ag::kernels::rows_avx512();
+  for (const bool avx512 : {false, true}) {
+    if (avx512 && !__builtin_cpu_supports("avx512f")) {
+      std::cout << "[ SKIPPED  ] the AVX-512F rows: this CPU lacks AVX-512F\n";
+      continue;
+    }
+    ag::kernels::set_rows_avx512(avx512);
+    f(std::string(avx512 ? "avx512 rows" : "avx2 / plain rows"));
+  }
+  ag::kernels::set_rows_avx512(had);
 }
 
 }  // namespace testutil

@@ -209,10 +209,12 @@ int ldc_of(const Tensor& out) { return static_cast<int>(out.stride(-2)); }
 // op gives the same bits as the two ops.
 
 // Scores s = q k^T on the blocks the causal softmax reads, then the softmax in place while the
-// matrix is in cache: ps is (tq, tk) with row stride tk.
+// matrix is in cache: ps is (tq, tk) with row stride tk. With `stats` (2 per row), the rows'
+// shifts and 1 / sums go there; with `again`, they are read from there instead: the softmax in one
+// pass (causal_softmax_rows_again), the same bits.
 template <class T>
 void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T* ps, int64_t tq, int64_t tk, int64_t e,
-                       T divisor) {
+                       T divisor, T* stats = nullptr, bool again = false) {
   // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
   if (e == 0) std::fill(ps, ps + tq * tk, T(0));
   const int64_t bs = block_rows();
@@ -221,7 +223,8 @@ void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T*
     detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pq, lq, r0, 0), pk,
                  ps + r0 * tk, static_cast<int>(tk), T(0), Band{Band::LowerC, static_cast<int>(r0)});
   }
-  causal_softmax_rows(ps, ps, tq, tq, tk, divisor);
+  if (again) causal_softmax_rows_again(ps, ps, tq, tq, tk, divisor, stats);
+  else causal_softmax_rows(ps, ps, tq, tq, tk, divisor, stats);
 }
 
 // out (tq, e) = tril(w) @ v for w (tq, tk) and v (tk, e), out's row stride ldc.
@@ -437,7 +440,7 @@ static bool fusable(const Tensor& y_or_q, int64_t tq, int64_t tk, int64_t e, int
 }
 
 std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Size& batch,
-                                           double divisor, bool keep_weights) {
+                                           double divisor, bool keep_weights, Tensor* stats) {
   const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0), v = detail::blas_operand(v0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
   if (!fusable(q, tq, tk, e, ev)) {
@@ -449,6 +452,7 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
   // the weights: an output, or (keep_weights false) one matrix at a time in a per-thread scratch
   Tensor y = keep_weights ? detail::make_tensor(with_matrix(batch, tq, tk), q.dtype()) : Tensor();
   Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v);
+  if (stats) *stats = detail::make_tensor(with_matrix(batch, tq, 2), q.dtype());
   dispatch_float(q.dtype(), "causal_attention", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k)), lv = *detail::layout_of(v),
                     ly{false, static_cast<int>(tk)};
@@ -459,7 +463,8 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
                        [&] { return Scratch{{}, keep_weights ? std::vector<T>() : scratch_matrix<T>(tq, tk)}; },
                        [&](const std::array<int64_t, 4>& o, int64_t index, Scratch& s) {
       T* py = keep_weights ? y.data_ptr<T>() + index * tq * tk : s.y.data();
-      qk_softmax_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, py, tq, tk, e, static_cast<T>(divisor));
+      qk_softmax_matrix<T>(base<T>(q) + o[0], lq, base<T>(k) + o[1], lkt, py, tq, tk, e, static_cast<T>(divisor),
+                           stats ? stats->data_ptr<T>() + index * tq * 2 : nullptr);
       // this matrix's weights are still in cache for the second product
       tril_matmul_matrix<T>(py, ly, base<T>(v) + o[2], lv, out_row<T>(out, o[3], 0), ldc_of(out), tq, tk, ev, s.tril, T(0), Weights::Ours);
     });
@@ -471,7 +476,7 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
 // matrices that stay in cache (the weights' gradient is never written out), then dq = ds @ k,
 // dk = ds^T @ q and dv = tril(y)^T @ g.
 Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor& q0, const Tensor& k0, const Tensor& v0, bool gq,
-                                bool gk, bool gv, const Size& batch, double divisor) {
+                                bool gk, bool gv, const Size& batch, double divisor, const Tensor& stats) {
   const Tensor g = detail::blas_operand(g0), q = detail::blas_operand(q0), k = detail::blas_operand(k0),
                v = detail::blas_operand(v0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
@@ -502,8 +507,9 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
                        [&](const std::array<int64_t, 7>& o, int64_t index, Scratch& s) {
       const T* pg = base<T>(g) + o[0];
       const T* py = recompute ? s.y.data() : y.data_ptr<T>() + index * tq * tk;
-      if (recompute)  // the forward's weights again, the same GEMMs and softmax (the same bits)
-        qk_softmax_matrix<T>(base<T>(q) + o[1], lq, base<T>(k) + o[2], transposed(lk), s.y.data(), tq, tk, e, static_cast<T>(divisor));
+      if (recompute)  // the forward's weights again, the same GEMMs and softmax (the same bits; one pass with its stats)
+        qk_softmax_matrix<T>(base<T>(q) + o[1], lq, base<T>(k) + o[2], transposed(lk), s.y.data(), tq, tk, e, static_cast<T>(divisor),
+                             stats.defined() ? const_cast<T*>(stats.data_ptr<T>()) + index * tq * 2 : nullptr, stats.defined());
       if (gq || gk) {
         tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[3], lv, s.dw.data(), tq, tk, ev);
         causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor));

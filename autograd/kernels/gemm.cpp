@@ -168,14 +168,10 @@ AG_AVX2 void v256_maskstore(double* p, __m256i m, __m256d v) { _mm256_maskstore_
 #define AG_AVX512 __attribute__((target("avx512f"), always_inline)) inline
 AG_AVX512 __m512 v512_set1(float x) { return _mm512_set1_ps(x); }
 AG_AVX512 __m512d v512_set1(double x) { return _mm512_set1_pd(x); }
-AG_AVX512 __m512 v512_load(const float* p) { return _mm512_loadu_ps(p); }
-AG_AVX512 __m512d v512_load(const double* p) { return _mm512_loadu_pd(p); }
 AG_AVX512 __m512 v512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 AG_AVX512 __m512d v512_fma(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
 AG_AVX512 __m512 v512_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
 AG_AVX512 __m512d v512_add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
-AG_AVX512 void v512_store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
-AG_AVX512 void v512_store(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
 // the lanes below `cols` (of 16 floats or 8 doubles) as a mask register, for edge tiles
 AG_AVX512 unsigned v512_lanes_below(int cols, int width) { return cols <= 0 ? 0u : cols >= width ? (1u << width) - 1 : (1u << cols) - 1; }
 AG_AVX512 __m512 v512_maskz_load(unsigned m, const float* p) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p); }

@@ -205,8 +205,10 @@ void softmax_backward_row(const T* gr, const T* yr, T* dr, int64_t n) {
 // is never read: its zeros add nothing to row_sum's lane sums, so the sum runs over the kept
 // entries in row_sum's lanes (row_sum_kept), and the masked entries are set to 0 * (1 / sum), as
 // the composed scaling makes them.
+// With `stats`, each row's shift and 1 / sum go to stats[2r] and stats[2r + 1] (NaN, NaN for a
+// row with a NaN), from which causal_rows_again gives the row again with one pass.
 template <class T>
-void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T divisor) {
+void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T divisor, T* stats) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
@@ -214,6 +216,7 @@ void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T diviso
     for (int64_t j = 0; j < m; ++j) yr[j] = xr[j] / divisor;
     if (row_has_nan(yr, m)) {  // NaN in, NaN out (the whole row, as softmax does)
       std::fill(yr, yr + n, std::numeric_limits<T>::quiet_NaN());
+      if (stats) stats[2 * r] = stats[2 * r + 1] = std::numeric_limits<T>::quiet_NaN();
       continue;
     }
     const T mx = row_max(yr, m);
@@ -221,6 +224,28 @@ void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T diviso
     for (int64_t j = 0; j < m; ++j) yr[j] = fast_exp(yr[j] - shift);
     const T inv = T(1) / row_sum_kept(yr, m, n);
     for (int64_t j = 0; j < m; ++j) yr[j] *= inv;
+    std::fill(yr + m, yr + n, T(0) * inv);
+    if (stats) {
+      stats[2 * r] = shift;
+      stats[2 * r + 1] = inv;
+    }
+  }
+}
+
+// causal_rows' rows again from its stats, in one pass: the same operations on each value
+// (x / divisor, exp of that minus the shift, times 1 / sum), so the same bits.
+template <class T>
+void causal_rows_again(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T divisor, const T* stats) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    const int64_t m = std::min(r % tq + 1, n);
+    const T shift = stats[2 * r], inv = stats[2 * r + 1];
+    if (std::isnan(shift)) {
+      std::fill(yr, yr + n, std::numeric_limits<T>::quiet_NaN());
+      continue;
+    }
+    for (int64_t j = 0; j < m; ++j) yr[j] = fast_exp(xr[j] / divisor - shift) * inv;
     std::fill(yr + m, yr + n, T(0) * inv);
   }
 }
@@ -230,7 +255,7 @@ void causal_rows(const T* x, T* y, int64_t rows, int64_t tq, int64_t n, T diviso
 // passes (the division with the NaN test and the max; exp with row_sum's 8 lane sums, lane k
 // adding the values j = k mod 8 in order as row_sum does; the scaling), so the same bits.
 template <>
-void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
+void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor, float* stats) {
   const int64_t nb = n / 8 * 8;  // row_sum's lanes cover [0, nb), the rest is added after, in order
   const F8 d = f8_set(divisor), inf = f8_set(std::numeric_limits<float>::infinity());
   for (int64_t r = 0; r < rows; ++r) {
@@ -261,9 +286,11 @@ void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int6
     }
     if (any_bad) {  // NaN in, NaN out (the whole row, as softmax does)
       std::fill(yr, yr + n, std::numeric_limits<float>::quiet_NaN());
+      if (stats) stats[2 * r] = stats[2 * r + 1] = std::numeric_limits<float>::quiet_NaN();
       continue;
     }
-    const F8 shift = f8_set(std::isinf(mx) ? 0.0f : mx);
+    const float shift1 = std::isinf(mx) ? 0.0f : mx;
+    const F8 shift = f8_set(shift1);
     F8 acc{};
     for (int64_t j = 0; j < full; j += 8) {
       const F8 e = fast_exp8(f8_load(yr + j) - shift);
@@ -284,6 +311,10 @@ void causal_rows<float>(const float* x, float* y, int64_t rows, int64_t tq, int6
     for (int64_t j = 0; j < full; j += 8) f8_store(yr + j, f8_load(yr + j) * inv8);
     if (rest) f8_store_lanes(yr + full, last, f8_load_lanes(yr + full, last) * inv8);
     std::fill(yr + m, yr + n, 0.0f * inv);
+    if (stats) {
+      stats[2 * r] = shift1;
+      stats[2 * r + 1] = inv;
+    }
   }
 }
 #endif  // __AVX2__ (built without it, floats take the loops above)
@@ -343,7 +374,7 @@ struct CausalRow {
   int64_t m;  // entries j < m are kept
   __m512 mx16;
   __mmask16 bad;
-  float inv;
+  float shift, inv;
 };
 // x / divisor into y with the NaN test and the maximum
 AG_ROWS512 void causal_row_divide(CausalRow& w, __m512 d) {
@@ -360,7 +391,8 @@ AG_ROWS512 void causal_row_divide(CausalRow& w, __m512 d) {
 // exp(y - shift) in place, the sum in row_sum's lanes, and its reciprocal
 AG_ROWS512 void causal_row_exp(CausalRow& w, int64_t nb) {
   const float mx = max16(w.mx16);
-  const __m512 shift = _mm512_set1_ps(std::isinf(mx) ? 0.0f : mx);
+  w.shift = std::isinf(mx) ? 0.0f : mx;
+  const __m512 shift = _mm512_set1_ps(w.shift);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t j = 0; j < w.m; j += 16) {
     const __mmask16 k = lanes16(w.m - j);
@@ -387,14 +419,19 @@ AG_ROWS512 void causal_row_scale(CausalRow& w, int64_t n) {
 }
 
 __attribute__((target("avx512f"))) void causal_rows_avx512(const float* x, float* y, int64_t rows, int64_t tq, int64_t n,
-                                                           float divisor) {
+                                                           float divisor, float* stats) {
   const int64_t nb = n / 8 * 8;  // row_sum's lanes cover [0, nb), the rest is added after, in order
   const __m512 d = _mm512_set1_ps(divisor);
   int64_t i = 0;  // the query of row r: r % tq
   auto next = [&](int64_t r) {
-    CausalRow w{x + r * n, y + r * n, std::min(i + 1, n), {}, 0, 0.0f};
+    CausalRow w{x + r * n, y + r * n, std::min(i + 1, n), {}, 0, 0.0f, 0.0f};
     i = i + 1 == tq ? 0 : i + 1;
     return w;
+  };
+  auto keep = [&](int64_t r, const CausalRow& w) {  // the row's stats
+    if (!stats) return;
+    stats[2 * r] = w.bad ? std::numeric_limits<float>::quiet_NaN() : w.shift;
+    stats[2 * r + 1] = w.bad ? std::numeric_limits<float>::quiet_NaN() : w.inv;
   };
   int64_t r = 0;
   for (; r + 2 <= rows; r += 2) {  // two rows side by side, stage by stage (four measured slower)
@@ -405,13 +442,37 @@ __attribute__((target("avx512f"))) void causal_rows_avx512(const float* x, float
     if (!b.bad) causal_row_exp(b, nb);
     causal_row_scale(a, n);
     causal_row_scale(b, n);
+    keep(r, a);
+    keep(r + 1, b);
   }
   if (r < rows) {
     CausalRow a = next(r);
     causal_row_divide(a, d);
     if (!a.bad) causal_row_exp(a, nb);
     causal_row_scale(a, n);
+    keep(r, a);
   }
+}
+
+// causal_rows_again in 16-float vectors, two rows side by side
+AG_ROWS512 void causal_row_again(const float* xr, float* yr, int64_t m, int64_t n, __m512 d, float shift, float inv) {
+  if (std::isnan(shift)) {
+    std::fill(yr, yr + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  const __m512 sh = _mm512_set1_ps(shift), inv16 = _mm512_set1_ps(inv);
+  for (int64_t j = 0; j < m; j += 16) {
+    const __mmask16 k = lanes16(m - j);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(k, xr + j), d), sh));
+    _mm512_mask_storeu_ps(yr + j, k, _mm512_mul_ps(e, inv16));
+  }
+  std::fill(yr + m, yr + n, 0.0f * inv);
+}
+__attribute__((target("avx512f"))) void causal_rows_again_avx512(const float* x, float* y, int64_t rows, int64_t tq, int64_t n,
+                                                                 float divisor, const float* stats) {
+  const __m512 d = _mm512_set1_ps(divisor);
+  for (int64_t r = 0, i = 0; r < rows; ++r, i = i + 1 == tq ? 0 : i + 1)
+    causal_row_again(x + r * n, y + r * n, std::min(i + 1, n), n, d, stats[2 * r], stats[2 * r + 1]);
 }
 
 // cross_entropy's row passes (log_softmax_stats_rows and cross_entropy_backward_rows below) in
@@ -592,7 +653,7 @@ Tensor causal_softmax(const Tensor& scores, double divisor) {
   const Tensor x = detail::contiguous_values(scores);
   Tensor y = detail::make_tensor(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "causal_softmax", [&]<typename T>() {
-    if (x.numel()) causal_softmax_rows(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor));
+    if (x.numel()) causal_softmax_rows(x.data_ptr<T>(), y.data_ptr<T>(), x.numel() / n, tq, n, static_cast<T>(divisor), nullptr);
   });
   return y;
 }
@@ -607,12 +668,20 @@ Tensor causal_softmax_backward(const Tensor& g0, const Tensor& y, int64_t tq, in
   return dx;
 }
 
-void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor) {
-  if (rows_avx512()) causal_rows_avx512(x, y, rows, tq, n, divisor);
-  else causal_rows<float>(x, y, rows, tq, n, divisor);
+void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor, float* stats) {
+  if (rows_avx512()) causal_rows_avx512(x, y, rows, tq, n, divisor, stats);
+  else causal_rows<float>(x, y, rows, tq, n, divisor, stats);
 }
-void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor) {
-  causal_rows<double>(x, y, rows, tq, n, divisor);
+void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor, double* stats) {
+  causal_rows<double>(x, y, rows, tq, n, divisor, stats);
+}
+void causal_softmax_rows_again(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor, const float* stats) {
+  if (rows_avx512()) causal_rows_again_avx512(x, y, rows, tq, n, divisor, stats);
+  else causal_rows_again<float>(x, y, rows, tq, n, divisor, stats);
+}
+void causal_softmax_rows_again(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor,
+                               const double* stats) {
+  causal_rows_again<double>(x, y, rows, tq, n, divisor, stats);
 }
 void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
                                   float divisor) {
