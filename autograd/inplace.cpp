@@ -4,6 +4,7 @@
 // op (AddBackward0, ClampBackward1, ...). masked_fill_ (masked_fill.cpp) is differentiable too.
 #include "autograd/inplace.h"
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <optional>
@@ -404,6 +405,17 @@ std::function<void()> same_dtype_loop(Tensor& self, const Tensor& other, F f) {
         const T* qq = q + other.storage_offset();
         const int64_t n = self.numel();
         for (int64_t i = 0; i < n; ++i) pp[i] = f(pp[i], qq[i]);
+        return;
+      }
+      if (self.dim() == 2 && other.shape() == self.shape()) {  // a weight's gradient arriving transposed: 16 x 16 blocks
+        const int64_t rows = self.size(0), cols = self.size(1), ps0 = self.stride(0), ps1 = self.stride(1), qs0 = other.stride(0),
+                      qs1 = other.stride(1);
+        T* pp = p + self.storage_offset();
+        const T* qq = q + other.storage_offset();
+        for (int64_t i0 = 0; i0 < rows; i0 += 16)
+          for (int64_t j0 = 0; j0 < cols; j0 += 16)
+            for (int64_t i = i0; i < std::min(i0 + 16, rows); ++i)
+              for (int64_t j = j0; j < std::min(j0 + 16, cols); ++j) pp[i * ps0 + j * ps1] = f(pp[i * ps0 + j * ps1], qq[i * qs0 + j * qs1]);
         return;
       }
       Strides so = detail::broadcast_strides(other, self.shape());

@@ -588,3 +588,21 @@ TEST(ElementwiseErrors, NameTheOpAndTheProblem) {
   EXPECT_EQ(testutil::error_of([&] { abs(tensor({true})); }), "[abs] not implemented for torch.bool");
   EXPECT_NE(testutil::error_of([&] { sin(Tensor()); }).find("[sin] called on an undefined tensor"), std::string::npos);
 }
+
+// add_ and the other in-place ops with a same-dtype operand take fast loops: one flat loop where
+// both are contiguous, 16 x 16 blocks for a 2-D operand of another layout (a weight's gradient
+// arriving transposed), a walk otherwise. Each gives what the out-of-place op gives, bit for bit.
+TEST(InPlace, SameDtypeOperandsInEveryLayoutGiveTheOutOfPlaceBits) {
+  manual_seed(12);
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 33}, {40, 17}, {128, 128}}) {
+    const Tensor base = randn({rows, cols}), other = randn({cols, rows}).t();  // other transposed
+    Tensor a = base.clone(), b = base.clone().t().contiguous().t();            // self contiguous, then transposed
+    a.add_(other, 0.5);
+    b.add_(other);
+    EXPECT_EQ(testutil::bit_mismatches<float>(a, add(base, mul(other, 0.5))), 0) << rows << " x " << cols;
+    EXPECT_EQ(testutil::bit_mismatches<float>(b, add(base, other)), 0) << rows << " x " << cols;
+    Tensor c = base.clone();
+    c.sub_(other.contiguous());
+    EXPECT_EQ(testutil::bit_mismatches<float>(c, sub(base, other)), 0) << rows << " x " << cols;
+  }
+}
