@@ -403,8 +403,9 @@ std::function<void()> same_dtype_loop(Tensor& self, const Tensor& other, F f) {
       if (self.is_contiguous() && other.is_contiguous() && other.shape() == self.shape()) {  // gradient accumulation: one flat loop
         T* pp = p + self.storage_offset();
         const T* qq = q + other.storage_offset();
-        const int64_t n = self.numel();
-        for (int64_t i = 0; i < n; ++i) pp[i] = f(pp[i], qq[i]);
+        detail::parallel_elements(self.numel(), [pp, qq, &f](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) pp[i] = f(pp[i], qq[i]);
+        });
         return;
       }
       if (self.dim() == 2 && other.shape() == self.shape()) {  // a weight's gradient arriving transposed: 16 x 16 blocks

@@ -121,7 +121,19 @@ void copy_into(const Tensor& dst, const Tensor& src) {
         pd[o[0]] = convert_element<TD>(ps[o[1]]);
       };
       // in dst's memory order: a transposed copy of a transposed src is one stream too
-      walk_in_memory_order<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()}, put);
+      if (!dst.is_contiguous() || dst.dim() == 0 || dst.numel() < kMinParallelElements || dst.size(0) < 2) {
+        walk_in_memory_order<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()}, put);
+        return;
+      }
+      // a large contiguous dst (an activation made contiguous): its first dim split over ag's
+      // threads, each walking its own part (a copy: the same bits for any split)
+      const double row_elements = static_cast<double>(dst.numel() / dst.size(0));
+      parallel_for(dst.size(0), row_elements * kMinParallelFlops / static_cast<double>(kMinParallelElements), [&](int64_t b, int64_t e) {
+        Size part = dst.shape();
+        part[0] = e - b;
+        walk_in_memory_order<2>(part, {&dst.strides(), &ss}, {dst.storage_offset() + b * dst.stride(0), src.storage_offset() + b * ss[0]},
+                                put);
+      });
     });
   });
 }

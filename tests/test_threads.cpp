@@ -206,3 +206,36 @@ TEST(Threads, ElementwiseOpsSplitFromKMinParallelElementsGiveTheSameBits) {
   for (int64_t k = 0; k < n; ++k) wrong += many_sum[static_cast<std::size_t>(k)] != va[static_cast<std::size_t>(k)] + vb[static_cast<std::size_t>(k)];
   EXPECT_EQ(wrong, 0);
 }
+
+TEST(Threads, SumsOverLeadingDimsCopiesAndGradientAccumulationSplitGiveTheSameBits) {
+  // from 2^18 elements: a contiguous tensor summed over its leading dims (a bias's or a position
+  // embedding's gradient: columns split), a large contiguous copy (first dim split) and add_ into a
+  // gradient (elements split), each the same bits on any thread count, and each the serial loop's
+  manual_seed(34);
+  const Tensor wide = randn({4, 301, 260}), wide64 = randn({1031, 303}, kFloat64);
+  const Tensor xs = wide.slice(2, 0, 257), xs64 = wide64.slice(1, 0, 300);  // strided: summed by the walk
+  const Tensor x = xs.contiguous(), x64 = xs64.contiguous(), i = randint(-9, 9, {700, 401});
+  const Tensor xt = randn({257, 1210}).t();  // a transposed view, made contiguous below
+  const Tensor g = randn({1210, 257});
+  auto run = [&] {
+    Tensor acc = g.clone();
+    acc.add_(xt.contiguous());
+    return std::vector<Tensor>{sum(x, {0, 1}), sum(x, {0}), sum(x64, {0}), sum(i, {0}).to(kFloat64), xt.contiguous(), acc};
+  };
+  const std::vector<Tensor> one = with_threads(1, run);
+  for (int threads : {2, 3}) {
+    const std::vector<Tensor> many = with_threads(threads, run);
+    EXPECT_EQ(bit_mismatches<float>(one[0], many[0]), 0) << threads;
+    EXPECT_EQ(bit_mismatches<float>(one[1], many[1]), 0) << threads;
+    EXPECT_EQ(bit_mismatches<double>(one[2], many[2]), 0) << threads;
+    EXPECT_EQ(bit_mismatches<double>(one[3], many[3]), 0) << threads;
+    EXPECT_EQ(bit_mismatches<float>(one[4], many[4]), 0) << threads;
+    EXPECT_EQ(bit_mismatches<float>(one[5], many[5]), 0) << threads;
+  }
+  // against the serial loops: the walk over the same values in the same order, a strided copy
+  EXPECT_EQ(bit_mismatches<float>(one[0], sum(xs, {0, 1})), 0);
+  EXPECT_EQ(bit_mismatches<float>(one[1], sum(xs, {0})), 0);
+  EXPECT_EQ(bit_mismatches<double>(one[2], sum(xs64, {0})), 0);
+  EXPECT_EQ(bit_mismatches<float>(one[4], xt.clone()), 0);
+  EXPECT_EQ(bit_mismatches<float>(one[5], g + xt), 0);
+}

@@ -126,11 +126,26 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
     std::vector<Acc> acc(static_cast<std::size_t>(ks.numel()), Acc(0));
     const T* p = static_cast<const T*>(t.impl()->storage->data);
-    detail::walk<2>(t.shape(), {&t.strides(), &os}, {t.storage_offset(), 0},
-                    [&](const std::array<int64_t, 2>& o) {
-                      Acc& a = acc[static_cast<std::size_t>(o[1])];
-                      a = detail::wrap_add(a, static_cast<Acc>(p[o[0]]));  // integers wrap, as PyTorch's
-                    });
+    // a contiguous tensor summed over its leading dims (a bias's gradient): rows of `inner` values
+    // added in order into acc, its columns split over ag's threads (each sum in the same order)
+    int64_t lead = 0;
+    while (lead < t.dim() && m[static_cast<std::size_t>(lead)]) ++lead;
+    bool rest_kept = lead > 0;
+    for (int64_t d = lead; d < t.dim(); ++d) rest_kept = rest_kept && !m[static_cast<std::size_t>(d)];
+    if (rest_kept && t.is_contiguous() && t.numel() >= detail::kMinParallelElements) {
+      const int64_t inner = ks.numel(), rows = inner ? t.numel() / inner : 0;
+      const T* base = p + t.storage_offset();
+      const double per_column = static_cast<double>(rows) * detail::kMinParallelFlops / static_cast<double>(detail::kMinParallelElements);
+      detail::parallel_for(inner, per_column, [&](int64_t c0, int64_t c1) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = c0; c < c1; ++c) acc[static_cast<std::size_t>(c)] = detail::wrap_add(acc[static_cast<std::size_t>(c)], static_cast<Acc>(base[r * inner + c]));
+      });
+    } else {
+      detail::walk<2>(t.shape(), {&t.strides(), &os}, {t.storage_offset(), 0}, [&](const std::array<int64_t, 2>& o) {
+        Acc& a = acc[static_cast<std::size_t>(o[1])];
+        a = detail::wrap_add(a, static_cast<Acc>(p[o[0]]));  // integers wrap, as PyTorch's
+      });
+    }
     dispatch_all(out_dt, [&]<typename O>() {
       O* q = out.data_ptr<O>();
       for (std::size_t i = 0; i < acc.size(); ++i) q[i] = static_cast<O>(acc[i]);
