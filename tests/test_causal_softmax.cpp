@@ -137,6 +137,14 @@ TEST(CausalSoftmax, SameBitsUnderEveryRowKernelTheCpuRuns) {
     p[40 * 30 + 17] = INFINITY;
     p[40 * 35 + 34] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_EQ(bit_mismatches<float>(causal_softmax(s, 2.0), composed(s, 2.0)), 0);
+    // an infinite upstream gradient above the diagonal (y is 0 there): that row's sum and gradient NaN
+    Tensor s1 = (randn({40, 40}) * 2.0).requires_grad_(), s2 = s1.detach().clone().requires_grad_();
+    Tensor up = randn({40, 40});
+    up.data_ptr<float>()[40 * 9 + 30] = INFINITY;
+    (causal_softmax(s1, 2.0) * up).sum().backward();
+    (composed(s2, 2.0) * up).sum().backward();
+    EXPECT_EQ(bit_mismatches<float>(s1.grad(), s2.grad()), 0);
+    EXPECT_TRUE(std::isnan(s1.grad().to_vector<float>()[40 * 9]));
     // cross-entropy (its rows: the log-softmax statistics and the backward) against log_softmax + nll
     Tensor x1 = (randn({37, 70}) * 3.0).requires_grad_(), x2 = x1.detach().clone().requires_grad_();
     const Tensor target = randint(0, 70, {37});

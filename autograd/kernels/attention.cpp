@@ -80,10 +80,10 @@ bool all_finite(const T* p, MatLayout l, int64_t rows, int64_t cols) {
   return bad == 0;
 }
 
-// Where the weights come from: causal_softmax_rows in this very kernel, for tril(w) @ v (Ours: +0
-// above the diagonal except in a row that is all NaN, whose product row is NaN either way: nothing
-// to check), or anywhere else (Given: they may hold anything there; in tril(w)^T @ g a NaN row's
-// entries above the diagonal would reach other rows).
+// Where the weights come from: causal_softmax_rows in this very kernel (Ours: +0 above the diagonal
+// except in a row that is all NaN, nothing to check; for tril(w) @ v, whose row of a NaN row is NaN
+// either way, and for tril(w)^T @ g where the forward's stats show no NaN row), or anywhere else
+// (Given: they may hold anything there).
 enum class Weights { Given, Ours };
 
 // The region rows [r0, r1) x cols [c0, c1) of tril(w) as a GEMM operand: w itself if its entries
@@ -262,14 +262,14 @@ void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv,
 // (the rows of keys no query sees are left as they are). With beta = 1 the product is added.
 template <class T>
 void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw, T* pdv, int ldc, int64_t tq, int64_t tk,
-                           int64_t e, std::vector<T>& scratch, T beta = T(0)) {
+                           int64_t e, std::vector<T>& scratch, T beta = T(0), Weights from = Weights::Given) {
   const bool skip = !key_blocks_skip_queries(tk, block_rows()) || all_finite(pg, lg, tq, e);
   const int64_t bs = skip ? block_rows() : tk;
   for (int64_t c0 = 0; c0 < tk; c0 += bs) {
     const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
     if (first == tq) break;  // values no query sees: their gradient stays 0
     MatLayout la{};
-    const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la, Weights::Given);
+    const T* a = tril_region(pw, lw, first, tq, c0, c0 + n, scratch, la, from);
     detail::gemm(transposed(la), lg, static_cast<int>(n), static_cast<int>(e), static_cast<int>(tq - first), a,
                  at(pg, lg, first, 0), pdv + c0 * ldc, ldc, beta, skip ? Band{Band::KFrom, static_cast<int>(c0 - first)} : Band{});
   }
@@ -516,7 +516,14 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
         qk_grads_matrix<T>(s.ds.data(), base<T>(q) + o[1], lq, base<T>(k) + o[2], lk, gq ? out_row<T>(dq, o[4], 0) : nullptr,
                            gq ? ldc_of(dq) : 0, gk ? out_row<T>(dk, o[5], 0) : nullptr, gk ? ldc_of(dk) : 0, tq, tk, e);
       }
-      if (gv) tril_matmul_dv_matrix<T>(pg, lg, py, ly, out_row<T>(dv, o[6], 0), ldc_of(dv), tq, tk, ev, s.tril);
+      if (gv) {  // the recomputed weights are +0 above the diagonal unless a row is NaN: its stats say (a
+                 // NaN shift, or 1 / sum not finite: 0 * (1 / sum) is NaN where masked)
+        const T* st = recompute && stats.defined() ? stats.data_ptr<T>() + index * tq * 2 : nullptr;
+        bool clean = st != nullptr;
+        for (int64_t i = 0; clean && i < tq; ++i) clean = !std::isnan(st[2 * i]) && std::isfinite(st[2 * i + 1]);
+        tril_matmul_dv_matrix<T>(pg, lg, py, ly, out_row<T>(dv, o[6], 0), ldc_of(dv), tq, tk, ev, s.tril, T(0),
+                                 clean ? Weights::Ours : Weights::Given);
+      }
     });
   });
   return {dq, dk, dv};

@@ -533,6 +533,33 @@ __attribute__((target("avx512f"))) void cross_entropy_backward_avx512(const floa
     if (target[r] >= 0) dr[target[r]] = v[r] - fast_exp(xr[target[r]] - sr - lr) * sum;
   }
 }
+// causal_backward_rows (below) in 16-float vectors: g * y summed over the whole row in row_sum's
+// lanes, then (g - s) * y / divisor where kept, the same operations on each value
+__attribute__((target("avx512f"))) void causal_backward_rows_avx512(const float* g, const float* y, float* dx, int64_t rows,
+                                                                    int64_t tq, int64_t n, float divisor) {
+  const int64_t nb = n / 8 * 8;
+  const __m512 d = _mm512_set1_ps(divisor);
+  for (int64_t r = 0, i = 0; r < rows; ++r, i = i + 1 == tq ? 0 : i + 1) {
+    const float* gr = g + r * n;
+    const float* yr = y + r * n;
+    float* dr = dx + r * n;
+    const int64_t m = std::min(i + 1, n);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < nb; j += 16) {  // lanes past nb load 0: 0 * 0 adds nothing, and add_to_lanes skips them
+      const __mmask16 k = lanes16(nb - j);
+      acc = add_to_lanes(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, gr + j), _mm512_maskz_loadu_ps(k, yr + j)), j, nb);
+    }
+    float sum = sum_lanes(acc);
+    for (int64_t j = nb; j < n; ++j) sum += gr[j] * yr[j];
+    const __m512 s = _mm512_set1_ps(sum);
+    for (int64_t j = 0; j < m; j += 16) {
+      const __mmask16 k = lanes16(m - j);
+      const __m512 v = _mm512_div_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, gr + j), s), _mm512_maskz_loadu_ps(k, yr + j)), d);
+      _mm512_mask_storeu_ps(dr + j, k, v);  // the division's backward
+    }
+    std::fill(dr + m, dr + n, 0.0f);  // masked_fill's backward
+  }
+}
 #undef AG_ROWS512
 
 // The backward of causal_rows, bit-identical to softmax_backward_lastdim followed by the
@@ -663,7 +690,7 @@ Tensor causal_softmax_backward(const Tensor& g0, const Tensor& y, int64_t tq, in
   Tensor dx = detail::make_tensor(y.shape(), y.dtype());
   dispatch_float(y.dtype(), "causal_softmax_backward", [&]<typename T>() {
     if (y.numel())
-      causal_backward_rows<T>(g.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), y.numel() / n, tq, n, static_cast<T>(divisor));
+      causal_softmax_backward_rows(g.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), y.numel() / n, tq, n, static_cast<T>(divisor));
   });
   return dx;
 }
@@ -685,7 +712,8 @@ void causal_softmax_rows_again(const double* x, double* y, int64_t rows, int64_t
 }
 void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
                                   float divisor) {
-  causal_backward_rows<float>(g, y, dx, rows, tq, n, divisor);
+  if (rows_avx512()) causal_backward_rows_avx512(g, y, dx, rows, tq, n, divisor);
+  else causal_backward_rows<float>(g, y, dx, rows, tq, n, divisor);
 }
 void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
                                   double divisor) {
