@@ -14,7 +14,9 @@
 // b + p * ldb, masked at the edge); a column-major B, or one with long rows, is packed. The microkernel keeps its MR x NR
 // tile of C in vector registers for the whole KC-long sum and writes it once: directly for beta = 0
 // on the first K block (c is never read, so it may hold anything), adding to C after. Edge tiles
-// run a kernel compiled for their number of rows, with masked loads and stores for the columns.
+// run a kernel compiled for their number of rows, with masked loads and stores for the columns (one
+// vector of them where they fit in one). A band (blas.h) skips the tiles above a causal diagonal and
+// the terms of the sums its caller says are 0 (the attention products, kernels/attention.cpp).
 //
 // The sums run in another order than OpenBLAS's (and PyTorch's), so results agree with them to
 // rounding, not bit for bit. Each tile's sum over p is in order within a K block, and the blocks are
