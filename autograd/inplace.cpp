@@ -416,7 +416,10 @@ std::function<void()> same_dtype_loop(Tensor& self, const Tensor& other, F f) {
         for (int64_t i0 = 0; i0 < rows; i0 += 16)
           for (int64_t j0 = 0; j0 < cols; j0 += 16)
             for (int64_t i = i0; i < std::min(i0 + 16, rows); ++i)
-              for (int64_t j = j0; j < std::min(j0 + 16, cols); ++j) pp[i * ps0 + j * ps1] = f(pp[i * ps0 + j * ps1], qq[i * qs0 + j * qs1]);
+              for (int64_t j = j0; j < std::min(j0 + 16, cols); ++j) {
+                T& out = pp[i * ps0 + j * ps1];
+                out = f(out, qq[i * qs0 + j * qs1]);
+              }
         return;
       }
       Strides so = detail::broadcast_strides(other, self.shape());

@@ -137,8 +137,9 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
       const T* base = p + t.storage_offset();
       const double per_column = static_cast<double>(rows) * detail::kMinParallelFlops / static_cast<double>(detail::kMinParallelElements);
       detail::parallel_for(inner, per_column, [&](int64_t c0, int64_t c1) {
+        Acc* a = acc.data();
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = c0; c < c1; ++c) acc[static_cast<std::size_t>(c)] = detail::wrap_add(acc[static_cast<std::size_t>(c)], static_cast<Acc>(base[r * inner + c]));
+          for (int64_t c = c0; c < c1; ++c) a[c] = detail::wrap_add(a[c], static_cast<Acc>(base[r * inner + c]));
       });
     } else {
       detail::walk<2>(t.shape(), {&t.strides(), &os}, {t.storage_offset(), 0}, [&](const std::array<int64_t, 2>& o) {
