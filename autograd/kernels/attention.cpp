@@ -53,11 +53,11 @@ T* at(T* p, MatLayout l, int64_t i, int64_t j) {
 
 MatLayout transposed(MatLayout l) { return {!l.trans, l.ld}; }
 
-// Whether a GEMM of rows of queries skips keys (a band, or a block of bs query rows that sees fewer
-// than all tk keys), and whether one of rows of keys skips queries (a band, or a block of bs key
-// rows that starts past query 0). If not, the GEMMs are the full ones and there is nothing to check.
-bool rows_skip_keys(int64_t tq, int64_t tk, int64_t bs) { return tk > std::min(tq, bs) || (gemm_skips_band() && tk > 1); }
-bool key_blocks_skip_queries(int64_t tk, int64_t bs) { return tk > bs || (gemm_skips_band() && tk > 1); }
+// Whether a GEMM of rows of queries skips keys (a band, or a block of query rows that sees fewer
+// than all tk keys), and whether one of rows of keys skips queries (a band, or a block of key rows
+// that starts past query 0). If not, the GEMMs are the full ones and there is nothing to check.
+bool rows_skip_keys(int64_t tq, int64_t tk) { return gemm_skips_band() ? tk > 1 : tk > std::min(tq, kOpenBlasBlock); }
+bool key_blocks_skip_queries(int64_t tk) { return gemm_skips_band() ? tk > 1 : tk > kOpenBlasBlock; }
 
 // The bits of a float or double, for checks that vectorize (unlike a chain of float adds).
 template <class T>
@@ -209,12 +209,12 @@ int ldc_of(const Tensor& out) { return static_cast<int>(out.stride(-2)); }
 // op gives the same bits as the two ops.
 
 // Scores s = q k^T on the blocks the causal softmax reads, then the softmax in place while the
-// matrix is in cache: ps is (tq, tk) with row stride tk. With `stats` (2 per row), the rows'
-// shifts and 1 / sums go there; with `again`, they are read from there instead: the softmax in one
-// pass (causal_softmax_rows_again), the same bits.
+// matrix is in cache: ps is (tq, tk) with row stride tk. With `keep_stats` (2 per row), the rows'
+// shifts and 1 / sums go there; with `from_stats` (such a pair per row from the forward), the
+// softmax takes them in one pass instead (causal_softmax_rows_again), the same bits.
 template <class T>
 void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T* ps, int64_t tq, int64_t tk, int64_t e,
-                       T divisor, T* stats = nullptr, bool again = false) {
+                       T divisor, T* keep_stats = nullptr, const T* from_stats = nullptr) {
   // scores row block [r0, r0 + rows) over keys j < r0 + rows: the entries the softmax reads
   if (e == 0) std::fill(ps, ps + tq * tk, T(0));
   const int64_t bs = block_rows();
@@ -223,8 +223,8 @@ void qk_softmax_matrix(const T* pq, MatLayout lq, const T* pk, MatLayout lkt, T*
     detail::gemm(lq, lkt, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(e), at(pq, lq, r0, 0), pk,
                  ps + r0 * tk, static_cast<int>(tk), T(0), Band{Band::LowerC, static_cast<int>(r0)});
   }
-  if (again) causal_softmax_rows_again(ps, ps, tq, tq, tk, divisor, stats);
-  else causal_softmax_rows(ps, ps, tq, tq, tk, divisor, stats);
+  if (from_stats) causal_softmax_rows_again(ps, ps, tq, tq, tk, divisor, from_stats);
+  else causal_softmax_rows(ps, ps, tq, tq, tk, divisor, keep_stats);
 }
 
 // out (tq, e) = tril(w) @ v for w (tq, tk) and v (tk, e), out's row stride ldc.
@@ -233,7 +233,7 @@ template <class T>
 void tril_matmul_matrix(const T* pw, MatLayout lw, const T* pv, MatLayout lv, T* pout, int ldc, int64_t tq, int64_t tk,
                         int64_t e, std::vector<T>& scratch, T beta = T(0), Weights from = Weights::Given) {
   // row block [r0, r0 + rows) needs values j < r0 + rows: tril(w) is 0 beyond
-  const bool skip = !rows_skip_keys(tq, tk, block_rows()) || all_finite(pv, lv, tk, e);
+  const bool skip = !rows_skip_keys(tq, tk) || all_finite(pv, lv, tk, e);
   const int64_t bs = skip ? block_rows() : tq;
   for (int64_t r0 = 0; r0 < tq; r0 += bs) {
     const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
@@ -263,7 +263,7 @@ void tril_matmul_dw_matrix(const T* pg, MatLayout lg, const T* pv, MatLayout lv,
 template <class T>
 void tril_matmul_dv_matrix(const T* pg, MatLayout lg, const T* pw, MatLayout lw, T* pdv, int ldc, int64_t tq, int64_t tk,
                            int64_t e, std::vector<T>& scratch, T beta = T(0), Weights from = Weights::Given) {
-  const bool skip = !key_blocks_skip_queries(tk, block_rows()) || all_finite(pg, lg, tq, e);
+  const bool skip = !key_blocks_skip_queries(tk) || all_finite(pg, lg, tq, e);
   const int64_t bs = skip ? block_rows() : tk;
   for (int64_t c0 = 0; c0 < tk; c0 += bs) {
     const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
@@ -283,7 +283,7 @@ void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLa
                      int64_t tq, int64_t tk, int64_t e, T beta = T(0)) {
   const MatLayout lds{false, static_cast<int>(tk)};
   if (pdq) {  // row block [r0, r0 + rows) of dq needs keys j < r0 + rows; the rest of ds is 0
-    const bool skip = !rows_skip_keys(tq, tk, block_rows()) || all_finite(pk, lk, tk, e);
+    const bool skip = !rows_skip_keys(tq, tk) || all_finite(pk, lk, tk, e);
     const int64_t bs = skip ? block_rows() : tq;
     for (int64_t r0 = 0; r0 < tq; r0 += bs) {
       const int64_t rows = std::min(bs, tq - r0), cols = skip ? std::min(r0 + rows, tk) : tk;
@@ -292,7 +292,7 @@ void qk_grads_matrix(const T* pds, const T* pq, MatLayout lq, const T* pk, MatLa
     }
   }
   if (pdk) {  // key block [c0, c0 + n) of dk gets gradient from queries i >= c0 only
-    const bool skip = !key_blocks_skip_queries(tk, block_rows()) || all_finite(pq, lq, tq, e);
+    const bool skip = !key_blocks_skip_queries(tk) || all_finite(pq, lq, tq, e);
     const int64_t bs = skip ? block_rows() : tk;
     for (int64_t c0 = 0; c0 < tk; c0 += bs) {
       const int64_t n = std::min(bs, tk - c0), first = skip ? std::min(c0, tq) : 0;
@@ -507,9 +507,10 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
                        [&](const std::array<int64_t, 7>& o, int64_t index, Scratch& s) {
       const T* pg = base<T>(g) + o[0];
       const T* py = recompute ? s.y.data() : y.data_ptr<T>() + index * tq * tk;
+      const T* st = recompute && stats.defined() ? stats.data_ptr<T>() + index * tq * 2 : nullptr;  // this matrix's row stats
       if (recompute)  // the forward's weights again, the same GEMMs and softmax (the same bits; one pass with its stats)
         qk_softmax_matrix<T>(base<T>(q) + o[1], lq, base<T>(k) + o[2], transposed(lk), s.y.data(), tq, tk, e, static_cast<T>(divisor),
-                             stats.defined() ? const_cast<T*>(stats.data_ptr<T>()) + index * tq * 2 : nullptr, stats.defined());
+                             nullptr, st);
       if (gq || gk) {
         tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[3], lv, s.dw.data(), tq, tk, ev);
         causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor));
@@ -518,7 +519,6 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
       }
       if (gv) {  // the recomputed weights are +0 above the diagonal unless a row is NaN: its stats say (a
                  // NaN shift, or 1 / sum not finite: 0 * (1 / sum) is NaN where masked)
-        const T* st = recompute && stats.defined() ? stats.data_ptr<T>() + index * tq * 2 : nullptr;
         bool clean = st != nullptr;
         for (int64_t i = 0; clean && i < tq; ++i) clean = !std::isnan(st[2 * i]) && std::isfinite(st[2 * i + 1]);
         tril_matmul_dv_matrix<T>(pg, lg, py, ly, out_row<T>(dv, o[6], 0), ldc_of(dv), tq, tk, ev, s.tril, T(0),
