@@ -127,8 +127,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
       }
       // a large contiguous dst (an activation made contiguous): its first dim split over ag's
       // threads, each walking its own part (a copy: the same bits for any split)
-      const double row_elements = static_cast<double>(dst.numel() / dst.size(0));
-      parallel_for(dst.size(0), row_elements * kMinParallelFlops / static_cast<double>(kMinParallelElements), [&](int64_t b, int64_t e) {
+      parallel_lines(dst.size(0), dst.numel() / dst.size(0), [&](int64_t b, int64_t e) {
         Size part = dst.shape();
         part[0] = e - b;
         walk_in_memory_order<2>(part, {&dst.strides(), &ss}, {dst.storage_offset() + b * dst.stride(0), src.storage_offset() + b * ss[0]},

@@ -185,33 +185,36 @@ void check_bands(GemmKernel kernel, bool through_gemm) {
   EXPECT_EQ(checked, static_cast<int>(shapes.size()) * 3 * 5 * 2 * 2);
 }
 
-}  // namespace
-
-TEST(Gemm, BandsSkipWorkButNoNeededValueChanges) {
+// f(kernel) for each of ag's kernels this CPU runs, the others skipped with a message
+template <class F>
+void for_each_own_kernel(F f) {
   for (GemmKernel k : kOwn) {
     if (!detail::gemm_kernel_supported(k)) {
       std::cout << "[ SKIPPED  ] the " << gemm_kernel_name(k) << " kernel: this CPU lacks its instruction set\n";
       continue;
     }
     SCOPED_TRACE(gemm_kernel_name(k));
-    check_bands<float>(k, false);
-    check_bands<double>(k, false);
-    check_bands<float>(k, true);
+    f(k);
   }
 }
 
+}  // namespace
+
+TEST(Gemm, BandsSkipWorkButNoNeededValueChanges) {
+  for_each_own_kernel([](GemmKernel k) {
+    check_bands<float>(k, false);
+    check_bands<double>(k, false);
+    check_bands<float>(k, true);
+  });
+}
+
 TEST(Gemm, EveryOwnKernelMatchesTheTextbookSum) {
-  for (GemmKernel k : kOwn) {
-    if (!detail::gemm_kernel_supported(k)) {
-      std::cout << "[ SKIPPED  ] the " << gemm_kernel_name(k) << " kernel: this CPU lacks its instruction set\n";
-      continue;
-    }
-    SCOPED_TRACE(gemm_kernel_name(k));
+  for_each_own_kernel([](GemmKernel k) {
     check_sizes<float>(k);
     check_sizes<double>(k);
     check_non_finite<float>(k);
     check_non_finite<double>(k);
-  }
+  });
 }
 
 TEST(Gemm, OpenBLASTheOtherReferenceMatchesTheTextbookSumToo) {

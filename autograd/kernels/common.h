@@ -133,6 +133,12 @@ void parallel_elements(int64_t n, Loop&& loop) {
   }
   parallel_for(n, kMinParallelFlops / static_cast<double>(kMinParallelElements), loop);
 }
+// loop(begin, end) over [0, n) lines of `line_elements` elements each (rows of a copy, columns of
+// a sum), split at parallel_elements' rate: from kMinParallelElements elements in all on.
+template <class Loop>
+void parallel_lines(int64_t n, int64_t line_elements, Loop&& loop) {
+  parallel_for(n, static_cast<double>(line_elements) * kMinParallelFlops / static_cast<double>(kMinParallelElements), loop);
+}
 
 // out[i] = f(a[i]) over any strides; out is a new tensor of dtype `out_dtype` laid out as
 // elementwise_strides says (contiguous unless a is dense and not contiguous).

@@ -135,8 +135,7 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
     if (rest_kept && t.is_contiguous() && t.numel() >= detail::kMinParallelElements) {
       const int64_t inner = ks.numel(), rows = inner ? t.numel() / inner : 0;
       const T* base = p + t.storage_offset();
-      const double per_column = static_cast<double>(rows) * detail::kMinParallelFlops / static_cast<double>(detail::kMinParallelElements);
-      detail::parallel_for(inner, per_column, [&](int64_t c0, int64_t c1) {
+      detail::parallel_lines(inner, rows, [&](int64_t c0, int64_t c1) {
         Acc* a = acc.data();
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = c0; c < c1; ++c) a[c] = detail::wrap_add(a[c], static_cast<Acc>(base[r * inner + c]));
