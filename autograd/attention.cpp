@@ -9,10 +9,12 @@
 // written in ag ops; the kernels (kernels/attention.cpp) run each GEMM on the blocks on or below
 // the diagonal only, skipping the half whose result is thrown away or is a sum of zeros.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/common.h"
+#include "autograd/kernels/matmul.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -95,6 +97,112 @@ void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& 
            return {gq ? matmul(ds, k) : Tensor(), gk ? matmul(ds.transpose(-2, -1), q) : Tensor()};
          },
          [&](const Tangents& d) { return causal_qk_softmax_jvp(d[0], d[1], q, k, y, batch, divisor); });
+}
+
+// ---- causal_self_attention: the projections and the heads around causal_attention_output ----
+
+using Tensors3 = std::array<Tensor, 3>;  // {q, k, v}, or their weights
+using Need = std::array<bool, 4>;        // which of {x, wq, wk, wv} need a gradient
+
+// (batch, T, heads * e) rows seen as their (batch, heads, T, e) heads: a view, no copy, no history.
+Tensor heads_of(const Tensor& rows, int64_t b, int64_t t, int64_t heads) {
+  const int64_t d = rows.size(-1), e = d / heads;
+  return detail::alias(rows, Size{b, heads, t, e}, Strides{t * d, e, d, 1}, rows.storage_offset());
+}
+
+// (batch, heads, T, e) heads side by side again, as `shape` ((batch, T, heads * e) or
+// (batch * T, heads * e)): heads.transpose(1, 2) copied contiguous, no history.
+Tensor merged_heads(const Tensor& heads, const Size& shape) {
+  const Tensor side = detail::contiguous_values(detail::transpose_view(heads, 1, 2));
+  return detail::alias(side, shape, contiguous_strides(shape), 0);
+}
+
+// x (batch, T, d_in) as the (batch * T, d_in) matrix of its rows (a view where x is contiguous).
+Tensor rows_of(const Tensor& x) {
+  return kernels::fold_rows(x.is_contiguous() ? x : detail::contiguous_values(x));
+}
+
+// causal_self_attention's rule in ag ops, q, k and v recomputed as ops (so a graph of this backward
+// reaches x and the weights through them):
+//   dq, dk, dv = causal_attention_output's rule for the gradient g split into heads,
+//   each merged back to rows r_q, r_k, r_v: dx = r_q @ wq + r_k @ wk + r_v @ wv, dw_i = r_i^T @ x
+// `need` is {x, wq, wk, wv}.
+Grads self_attention_rule(const Tensor& g, const Tensor& x, const Tensors3& w, int64_t heads, const Need& need,
+                          double divisor) {
+  const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0);
+  auto split = [&](const Tensor& r) { return r.reshape({b, t, heads, d / heads}).transpose(1, 2); };
+  const Tensor q = split(linear(x, w[0])), k = split(linear(x, w[1])), v = split(linear(x, w[2]));
+  const Grads dh = causal_attention_rule(split(g), causal_qk_softmax(q, k, divisor), q, k, v, need[0] || need[1],
+                                         need[0] || need[2], need[0] || need[3], divisor);
+  const Tensor x2 = x.reshape({b * t, x.size(2)});
+  Grads out{Tensor(), Tensor(), Tensor()};
+  out.push_back(Tensor());
+  for (int i = 0; i < 3; ++i) {
+    if (!dh[i].defined()) continue;
+    const Tensor r = dh[i].transpose(1, 2).reshape({b * t, d});
+    if (need[0]) out[0] = out[0].defined() ? out[0] + matmul(r, w[i]) : matmul(r, w[i]);
+    if (need[i + 1]) out[i + 1] = matmul(r.t(), x2);
+  }
+  if (out[0].defined()) out[0] = out[0].reshape({b, t, x.size(2)});
+  return out;
+}
+
+// The rule's fast path, nothing recorded: causal_attention_output's backward kernel on the saved
+// projections q, k, v (heads) and softmax stats, then the projections' GEMMs over all rows, dx's
+// three products summed in one output.
+Grads self_attention_backward(const Tensor& g, const Tensor& x, const Tensors3& w, const Tensors3& qkv, const Tensor& stats,
+                              const Need& need, double divisor) {
+  const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0), heads = qkv[0].size(1);
+  const Tensor gh = heads_of(g.is_contiguous() ? g : detail::contiguous_values(g), b, t, heads);
+  const Grads dh = kernels::causal_attention_backward(gh, Tensor(), qkv[0], qkv[1], qkv[2], need[0] || need[1], need[0] || need[2],
+                                                      need[0] || need[3], Size{b, heads}, divisor, stats);
+  Tensors3 r;
+  for (int i = 0; i < 3; ++i)
+    if (dh[i].defined()) r[i] = merged_heads(dh[i], Size{b * t, d});
+  const Tensor x2 = rows_of(x);
+  Grads out{Tensor(), Tensor(), Tensor()};
+  out.push_back(Tensor());
+  if (need[0]) {
+    const Size rows{b * t, x.size(2)};
+    const Tensor dx = kernels::product_sum(rows, Tensor(), {{r[0], w[0]}, {r[1], w[1]}, {r[2], w[2]}});
+    out[0] = detail::alias(dx, x.shape(), contiguous_strides(x.shape()), 0);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (need[i + 1]) out[i + 1] = kernels::bmm(detail::transpose_view(r[i], 0, 1), x2);
+  return out;
+}
+
+// causal_self_attention's jvp: dq = linear(dx, wq) + linear(x, dwq) (likewise k and v), then
+// causal_attention_output's jvp, merged back; d holds the tangents of {x, wq, wk, wv}. `qkv`: the
+// forward's projections (heads, no history), for the kernel when the tangent records nothing.
+Tensor self_attention_jvp(const Tangents& d, const Tensor& x, const Tensors3& w, const Tensors3& qkv, int64_t heads,
+                          double divisor) {
+  const int64_t b = x.size(0), t = x.size(1), dm = w[0].size(0);
+  const Size batch{b, heads};
+  if (detail::tangent_kernel_applies({&d[0], &d[1], &d[2], &d[3]}, {&x, &w[0], &w[1], &w[2]})) {
+    const Tensor x2 = rows_of(x), dx2 = d[0].defined() ? rows_of(d[0]) : Tensor();
+    Tensor dp[3];
+    for (int i = 0; i < 3; ++i) {
+      if (!dx2.defined() && !d[i + 1].defined()) continue;
+      const Tensor dwt = d[i + 1].defined() ? detail::transpose_view(d[i + 1], 0, 1) : Tensor();
+      dp[i] = heads_of(kernels::product_sum(Size{b * t, dm}, Tensor(), {{dx2, detail::transpose_view(w[i], 0, 1)}, {x2, dwt}}), b, t,
+                       heads);
+    }
+    if (const Tensor dout = kernels::causal_attention_jvp(qkv[0], qkv[1], qkv[2], dp[0], dp[1], dp[2], batch, divisor).second;
+        dout.defined())
+      return merged_heads(dout, Size{b, t, dm});
+  }
+  auto split = [&](const Tensor& r) { return r.reshape({b, t, heads, dm / heads}).transpose(1, 2); };
+  Tensor p[3], dp[3];
+  for (int i = 0; i < 3; ++i) {
+    p[i] = split(linear(x, w[i]));
+    if (d[0].defined()) dp[i] = linear(d[0], w[i]);
+    if (d[i + 1].defined()) dp[i] = dp[i].defined() ? dp[i] + linear(x, d[i + 1]) : linear(x, d[i + 1]);
+    if (dp[i].defined()) dp[i] = split(dp[i]);
+  }
+  const Tensor y = causal_qk_softmax(p[0], p[1], divisor);
+  const Tensor dout = causal_attention_jvp(causal_qk_softmax_jvp(dp[0], dp[1], p[0], p[1], y, batch, divisor), dp[2], y, p[2], batch);
+  return dout.defined() ? dout.transpose(1, 2).reshape({b, t, dm}) : dout;
 }
 
 }  // namespace
@@ -204,6 +312,50 @@ Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v
            return causal_attention_jvp(causal_qk_softmax_jvp(d[0], d[1], q, k, y, batch, divisor), d[2], y, v, batch);
          });
   detail::name_node(out, nullptr, "causal_attention_output");  // its rule row
+  return out;
+}
+
+Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk, const Tensor& wv, int64_t heads, double divisor) {
+  for (const Tensor* t : {&x, &wq, &wk, &wv}) detail::check_defined(*t, "causal_self_attention");
+  const bool ok = x.dim() == 3 && x.is_floating_point() && wq.dim() == 2 && wq.size(1) == x.size(2) && wk.shape() == wq.shape() &&
+                  wv.shape() == wq.shape() && wq.dtype() == x.dtype() && wk.dtype() == x.dtype() && wv.dtype() == x.dtype();
+  if (!ok) {
+    detail::shape_error("causal_self_attention", "expects x (batch, T, d_in) and weights wq, wk, wv (d, d_in) of one floating point "
+                                                 "dtype, got " + dtype_name(x.dtype()) + " " + x.shape().str() + ", " +
+                                                 dtype_name(wq.dtype()) + " " + wq.shape().str() + ", " + dtype_name(wk.dtype()) +
+                                                 " " + wk.shape().str() + " and " + dtype_name(wv.dtype()) + " " + wv.shape().str());
+  }
+  if (heads < 1 || wq.size(0) % heads != 0) {
+    detail::shape_error("causal_self_attention", "d = " + std::to_string(wq.size(0)) + " must be divisible by heads = " +
+                                                     std::to_string(heads));
+  }
+  const int64_t b = x.size(0), t = x.size(1), d = wq.size(0);
+  // q, k, v = x @ w^T over all batch * T rows, seen per head; out = their causal attention, heads
+  // merged back; with a graph to record, the softmax rows' stats too (as causal_attention_output)
+  const Tensor x2 = rows_of(x);
+  const Tensors3 w{wq, wk, wv};
+  Tensors3 qkv;
+  for (int i = 0; i < 3; ++i) qkv[i] = heads_of(kernels::bmm(x2, detail::transpose_view(w[i], 0, 1)), b, t, heads);
+  const bool grad = needs_grad({&x, &wq, &wk, &wv});
+  Tensor stats;
+  Tensor out = merged_heads(
+      kernels::causal_attention(qkv[0], qkv[1], qkv[2], Size{b, heads}, divisor, /*keep_weights=*/false, grad ? &stats : nullptr).first,
+      Size{b, t, d});
+  if (!grad) return out;
+  const Need need{x.requires_grad(), wq.requires_grad(), wk.requires_grad(), wv.requires_grad()};
+  auto saved = [](const Tensors3& t) { return std::array<SavedTensor, 3>{SavedTensor(t[0]), SavedTensor(t[1]), SavedTensor(t[2])}; };
+  auto get = [](const std::array<SavedTensor, 3>& s) { return Tensors3{s[0].get(), s[1].get(), s[2].get()}; };
+  // out = merge(causal_attention_output(split(x wq^T), split(x wk^T), split(x wv^T)))  =>
+  // dq, dk, dv = its rule for split(g), merged to rows r_i: dx = sum_i r_i @ w_i, dw_i = r_i^T @ x
+  record(out, "CausalSelfAttentionBackward0", {x, wq, wk, wv},
+         [sx = SavedTensor(x), sw = saved(w), sp = saved(qkv), sstats = SavedTensor(stats), get, need, heads,
+          divisor](const Tensor& g) -> Grads {
+           const Tensor x = sx.get();
+           const Tensors3 w = get(sw);
+           if (!needs_grad({&g, &x, &w[0], &w[1], &w[2]})) return self_attention_backward(g, x, w, get(sp), sstats.get(), need, divisor);
+           return self_attention_rule(g, x, w, heads, need, divisor);
+         },
+         [&](const Tangents& d) { return self_attention_jvp(d, x, w, qkv, heads, divisor); });
   return out;
 }
 

@@ -282,6 +282,17 @@ CausalAttentionOutput causal_attention(const Tensor& q, const Tensor& k, const T
 // attention (ScaledDotProductFlashAttentionForCpuBackward0); causal_attention's rules with the
 // weights recomputed. nn::scaled_dot_product_attention(q, k, v, {}, true) runs it.
 Tensor causal_attention_output(const Tensor& q, const Tensor& k, const Tensor& v, double divisor = 1.0);
+// Causal multi-head self-attention with its three input projections, in one node:
+//   q = linear(x, wq), k = linear(x, wk), v = linear(x, wv)        (batch, T, d) each
+//   split each into `heads` heads: .view(batch, T, heads, d / heads).transpose(1, 2)
+//   out = causal_attention_output(q, k, v, divisor), its heads merged back: (batch, T, d)
+// x is (batch, T, d_in), the weights (d, d_in) without bias, d divisible by heads. Equal to those
+// ops to rounding; its rule is theirs (causal_attention_output's with the projections' products),
+// its one node (CausalSelfAttentionBackward0, edges to x, wq, wk, wv) saves x, the weights, the
+// projections and the softmax rows' stats. nn::MultiHeadAttention (AttentionImpl::Fused, no qkv
+// bias, no dropout, no weights asked for) runs it.
+Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk, const Tensor& wv, int64_t heads,
+                             double divisor = 1.0);
 
 // ---- masking and dropout (masked_fill.cpp, dropout.cpp) ----
 Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);  // mask broadcasts to t

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <typeinfo>
 
 namespace ag::nn {
 
@@ -59,6 +60,17 @@ bool fused_attention_enabled() { return g_fused_attention; }
 
 namespace {
 
+// The fused ops compute the causal triangle themselves; the buffer is only checked, so that a
+// mask edited or loaded from elsewhere is an error here, never silently ignored.
+void check_fused_mask(const std::string& who, const Tensor& mask, int64_t t, int64_t context_length) {
+  expect_within(who, t, context_length);
+  if (mask.dim() != 2 || !is_causal_pattern(mask, t)) {
+    throw std::invalid_argument("[" + who + "] fused causal attention (AttentionImpl::Fused) computes the causal mask "
+                                "triu(ones(T, T), 1) itself, but the mask buffer of shape " + mask.shape().str() +
+                                " is not that pattern; choose AttentionImpl::Composed to apply another mask");
+  }
+}
+
 // nn::causal_attention; need_weights false (a module's forward, which returns no weights): the fused
 // path without dropout records causal_attention_output, which never holds the weights.
 CausalAttentionResult causal_attention_impl(const std::string& who, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -70,18 +82,11 @@ CausalAttentionResult causal_attention_impl(const std::string& who, const Tensor
     Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
     return {matmul(weights, v), weights};
   }
-  expect_within(who, t, context_length);
   if (q.size(-2) != t) {
     throw std::invalid_argument("[" + who + "] fused causal attention needs as many queries as keys, got " + q.shape().str() +
                                 " and " + k.shape().str());
   }
-  // The fused ops compute the causal triangle themselves; the buffer is only checked, so that a
-  // mask edited or loaded from elsewhere is an error here, never silently ignored.
-  if (mask.dim() != 2 || !is_causal_pattern(mask, t)) {
-    throw std::invalid_argument("[" + who + "] fused causal attention (AttentionImpl::Fused) computes the causal mask "
-                                "triu(ones(T, T), 1) itself, but the mask buffer of shape " + mask.shape().str() +
-                                " is not that pattern; choose AttentionImpl::Composed to apply another mask");
-  }
+  check_fused_mask(who, mask, t, context_length);
   if (dropout.p == 0.0 || !dropout.is_training()) {  // dropout is the identity: both products in one op
     if (!need_weights) return {causal_attention_output(q, k, v, divisor), Tensor()};
     auto [context, weights] = ag::causal_attention(q, k, v, divisor);
@@ -315,14 +320,23 @@ namespace {
 std::pair<Tensor, Tensor> mha_forward(MultiHeadAttention& m, const Tensor& x, bool need_weights) {
   expect_rank(m.type_name(), x, 3, "(batch, seq, d_in)");
   const int64_t b = x.size(0), t = x.size(1);
+  const double divisor = std::pow(static_cast<double>(m.head_dim), 0.5);
+  // Fused, no weights asked for, the dropout the identity and plain projections without bias: the
+  // projections, heads and attention in one node (causal_self_attention), the same numbers
+  auto plain = [](const std::shared_ptr<Linear>& l) { return typeid(*l) == typeid(Linear) && !l->bias.defined(); };
+  if (!need_weights && impl_for(m.attention) == AttentionImpl::Fused && (m.dropout->p == 0.0 || !m.dropout->is_training()) &&
+      plain(m.W_query) && plain(m.W_key) && plain(m.W_value) && x.size(-1) == m.W_query->in_features) {
+    check_fused_mask(m.type_name(), m.mask, t, m.context_length);
+    const Tensor context = causal_self_attention(x, m.W_query->weight, m.W_key->weight, m.W_value->weight, m.num_heads, divisor);
+    return {m.out_proj->forward(context), Tensor()};
+  }
   // (B, T, d_out) -> (B, T, heads, head_dim) -> (B, heads, T, head_dim)
   Tensor keys = m.W_key->forward(x).view({b, t, m.num_heads, m.head_dim}).transpose(1, 2);
   Tensor values = m.W_value->forward(x).view({b, t, m.num_heads, m.head_dim}).transpose(1, 2);
   Tensor queries = m.W_query->forward(x).view({b, t, m.num_heads, m.head_dim}).transpose(1, 2);
   // softmax(masked_fill(queries @ keys^T, mask, -inf) / sqrt(head_dim), -1), dropout, @ values
-  auto [context, weights] = causal_attention_impl(m.type_name(), queries, keys, values, m.mask, m.context_length,
-                                                  std::pow(static_cast<double>(keys.size(-1)), 0.5), *m.dropout,
-                                                  impl_for(m.attention), need_weights);
+  auto [context, weights] = causal_attention_impl(m.type_name(), queries, keys, values, m.mask, m.context_length, divisor,
+                                                  *m.dropout, impl_for(m.attention), need_weights);
   // (B, heads, T, head_dim) -> (B, T, heads, head_dim) -> (B, T, d_out)
   context = context.transpose(1, 2).contiguous().view({b, t, m.d_out});
   return {m.out_proj->forward(context), weights};

@@ -706,3 +706,88 @@ TEST(CausalAttentionOutput, MatchesFiniteDifferencesToSecondOrderInBothModes) {
   for (const Tensor& t : small) strided.push_back(testutil::strided_leaf(t.detach()));
   EXPECT_NO_THROW(gradcheck(f, strided));
 }
+
+// ---- causal_self_attention: the three projections, the heads and causal_attention_output in one
+// node (nn::MultiHeadAttention's fused forward) ----
+
+namespace {
+
+// out and the four gradients (of sum(out * up)) by the one node, and by the ops it stands for:
+// linear, view, transpose, causal_attention_output, transpose, reshape
+std::array<Tensor, 5> self_attention_run(bool fused, const Tensor& x0, const std::array<Tensor, 3>& w0, int64_t heads,
+                                         double divisor, const Tensor& up) {
+  Tensor x = leaf(x0), wq = leaf(w0[0]), wk = leaf(w0[1]), wv = leaf(w0[2]), out;
+  const int64_t b = x.size(0), t = x.size(1), d = wq.size(0);
+  if (fused) {
+    out = causal_self_attention(x, wq, wk, wv, heads, divisor);
+    EXPECT_EQ(out.grad_fn()->name(), "CausalSelfAttentionBackward0");
+  } else {
+    auto split = [&](const Tensor& r) { return r.view({b, t, heads, d / heads}).transpose(1, 2); };
+    out = causal_attention_output(split(linear(x, wq)), split(linear(x, wk)), split(linear(x, wv)), divisor)
+              .transpose(1, 2)
+              .reshape({b, t, d});
+  }
+  (out * up).sum().backward();
+  return {out, x.grad(), wq.grad(), wk.grad(), wv.grad()};
+}
+
+template <class T>
+void expect_self_attention_matches_ops(const Tensor& x, int64_t d, int64_t heads, const std::string& where) {
+  const std::array<Tensor, 3> w{randn({d, x.size(2)}, x.dtype()), randn({d, x.size(2)}, x.dtype()), randn({d, x.size(2)}, x.dtype())};
+  const Tensor up = randn({x.size(0), x.size(1), d}, x.dtype());
+  const auto a = self_attention_run(true, x, w, heads, 1.7, up), b = self_attention_run(false, x, w, heads, 1.7, up);
+  const char* names[] = {"out", "dx", "dwq", "dwk", "dwv"};
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(mismatches<T>(a[i], b[i]), 0) << names[i] << ", " << where;
+}
+
+}  // namespace
+
+TEST(CausalSelfAttention, MatchesTheOpsItStandsForForwardAndBackward) {
+  manual_seed(50);
+  for (int64_t t : {1, 7, 17, 65}) {
+    const std::string where = "T " + std::to_string(t);
+    expect_self_attention_matches_ops<float>(randn({2, t, 16}), 16, 2, where + ", float32");
+    expect_self_attention_matches_ops<double>(randn({1, t, 6}, kFloat64), 12, 3, where + ", float64, d_in != d");
+    expect_self_attention_matches_ops<float>(randn({3, t, 8}), 8, 1, where + ", one head");
+  }
+  // a strided input (its rows copied for the GEMMs) and an empty batch
+  expect_self_attention_matches_ops<double>(randn({10, 2, 5}, kFloat64).transpose(0, 1), 8, 4, "transposed x");
+  const Tensor empty = causal_self_attention(randn({0, 4, 6}), randn({8, 6}), randn({8, 6}), randn({8, 6}), 2);
+  EXPECT_EQ(empty.shape(), Size({0, 4, 8}));
+}
+
+TEST(CausalSelfAttention, OneNodeToXAndTheWeightsOnlyWhereAsked) {
+  manual_seed(51);
+  const Tensor x = leaf(randn({2, 5, 6})), wq = leaf(randn({4, 6})), wk = randn({4, 6}), wv = leaf(randn({4, 6}));
+  const Tensor out = causal_self_attention(x, wq, wk, wv, 2);
+  ASSERT_EQ(out.grad_fn()->next_functions().size(), 4u);
+  EXPECT_EQ(out.grad_fn()->next_functions()[0].first->name(), "AccumulateGrad");
+  EXPECT_EQ(out.grad_fn()->next_functions()[2].first, nullptr) << "wk needs no gradient";
+  out.sum().backward();
+  EXPECT_TRUE(x.grad().defined() && wq.grad().defined() && wv.grad().defined());
+  EXPECT_FALSE(wk.grad().defined());
+  // nothing requires grad: no node
+  EXPECT_EQ(causal_self_attention(x.detach(), wq.detach(), wk, wv.detach(), 2).grad_fn(), nullptr);
+  EXPECT_EQ(message([] { causal_self_attention(randn({2, 5, 6}), randn({4, 6}), randn({4, 5}), randn({4, 6}), 2); }),
+            "[causal_self_attention] expects x (batch, T, d_in) and weights wq, wk, wv (d, d_in) of one floating point dtype, got "
+            "torch.float32 [2, 5, 6], torch.float32 [4, 6], torch.float32 [4, 5] and torch.float32 [4, 6]");
+  EXPECT_EQ(message([] { causal_self_attention(randn({2, 5, 6}), randn({4, 6}), randn({4, 6}), randn({4, 6}), 3); }),
+            "[causal_self_attention] d = 4 must be divisible by heads = 3");
+  EXPECT_NE(message([] { causal_self_attention(randn({5, 6}), randn({4, 6}), randn({4, 6}), randn({4, 6}), 2); }).find("(batch, T, d_in)"),
+            std::string::npos);
+}
+
+TEST(CausalSelfAttention, MatchesFiniteDifferencesToSecondOrderInBothModes) {
+  manual_seed(52);
+  auto f = [](const std::vector<Tensor>& in) { return causal_self_attention(in[0], in[1], in[2], in[3], 2, 1.3); };
+  std::vector<Tensor> small = {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({4, 3}, kFloat64).requires_grad_(),
+                               randn({4, 3}, kFloat64).requires_grad_(), randn({4, 3}, kFloat64).requires_grad_()};
+  EXPECT_NO_THROW(gradcheck(f, small, GradcheckOptions{.check_forward_ad = true}));
+  EXPECT_NO_THROW(gradgradcheck(f, small));
+  GradgradcheckOptions both_orders;
+  both_orders.check_fwd_over_rev = true;
+  EXPECT_NO_THROW(gradgradcheck(f, small, {}, both_orders));
+  std::vector<Tensor> strided;
+  for (const Tensor& t : small) strided.push_back(testutil::strided_leaf(t.detach()));
+  EXPECT_NO_THROW(gradcheck(f, strided, GradcheckOptions{.check_forward_ad = true}));
+}

@@ -599,6 +599,8 @@ TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
        {{2, 5, 3}, {2, 6, 3}, {2, 6, 2}}},
       {"causal_attention_output, two row blocks", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 0.7); },
        {{70, 3}, {70, 3}, {70, 2}}},
+      {"causal_self_attention", [](auto& x) { return causal_self_attention(x[0], x[1], x[2], x[3], 2, 1.3); },
+       {{2, 5, 3}, {4, 3}, {4, 3}, {4, 3}}},
       {"cross_entropy", [targets](auto& x) { return cross_entropy(x[0], targets); }, {{5, 6}}},
       {"cross_entropy, ignore_index", [targets](auto& x) { return cross_entropy(x[0], targets, 4); }, {{5, 6}}},
   };
@@ -635,7 +637,7 @@ TEST(JvpKernels, EqualTheRulesTheyStandInFor) {
       }
     }
   }
-  EXPECT_EQ(compared, 2 * (8 * 7 + 6 * 3 + 2 * 1 - 1));  // 8 cases of 3 inputs, 6 of 2, 2 of 1
+  EXPECT_EQ(compared, 2 * (8 * 7 + 6 * 3 + 2 * 1 - 1 + 15));  // 8 cases of 3 inputs, 6 of 2, 2 of 1, 1 of 4
 }
 
 // causal_attention_output computes out and its tangent in one pass when nothing records: out keeps

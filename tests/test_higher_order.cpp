@@ -57,6 +57,10 @@ std::vector<ExtraCase> extra_cases() {
       {"causal_softmax", [](auto& x) { return causal_softmax(x[0], 1.7); }, {{2, 4, 5}}},
       {"causal_qk_softmax", [](auto& x) { return causal_qk_softmax(x[0], x[1], 1.3); }, {{2, 4, 3}, {2, 5, 3}}},
       {"causal_matmul", [](auto& x) { return causal_matmul(x[0], x[1]); }, {{2, 4, 5}, {2, 5, 3}}},
+      {"causal_attention_output", [](auto& x) { return causal_attention_output(x[0], x[1], x[2], 1.3); },
+       {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}}},
+      {"causal_self_attention", [](auto& x) { return causal_self_attention(x[0], x[1], x[2], x[3], 2, 1.3); },
+       {{2, 5, 3}, {4, 3}, {4, 3}, {4, 3}}},
       {"layer_norm_3d", [](auto& x) { return layer_norm(x[0], {3}, x[1], x[2]); }, {{2, 2, 3}, {3}, {3}}},
       {"mse_loss", [](auto& x) { return mse_loss(x[0], x[1]); }, {{2, 3}, {2, 3}}},
       {"sqrt_log_pos", [](auto& x) { return sqrt(x[0]) * log(x[0]) + pow(x[0], -1.5); }, {{2, 3}}, 0.5, 2.0},
@@ -479,6 +483,14 @@ TEST(FusedOps, EqualTheirComposedDefinitionsToSecondOrder) {
          return matmul(softmax(masked_fill(matmul(x[0], x[1].transpose(-2, -1)), above, -INFINITY) / 1.3, -1), x[2]);
        },
        {{2, 4, 3}, {2, 5, 3}, {2, 5, 2}}},
+      {"causal_self_attention", [](auto& x) { return causal_self_attention(x[0], x[1], x[2], x[3], 2, 1.3); },
+       [above](auto& x) {
+         auto split = [](const Tensor& r) { return r.view({2, 4, 2, 2}).transpose(1, 2); };
+         const Tensor q = split(linear(x[0], x[1])), k = split(linear(x[0], x[2])), v = split(linear(x[0], x[3]));
+         const Tensor w = softmax(masked_fill(matmul(q, k.transpose(-2, -1)), triu(ones({4, 4}), 1).bool_(), -INFINITY) / 1.3, -1);
+         return matmul(w, v).transpose(1, 2).reshape({2, 4, 4});
+       },
+       {{2, 4, 3}, {4, 3}, {4, 3}, {4, 3}}},
       {"cross_entropy", [](auto& x) { return cross_entropy(x[0], tensor({1, 0, 3})); },
        [](auto& x) { return nll_loss(log_softmax(x[0], -1), tensor({1, 0, 3})); }, {{3, 4}}},
       {"linear", [](auto& x) { return linear(x[0], x[1], x[2]); }, [](auto& x) { return matmul(x[0], x[1].t()) + x[2]; },

@@ -79,22 +79,30 @@ TEST(NextFunctions, SeedGraphsWalkAsInPyTorch) {
   expect_walk("seed003_CausalAttention", ca_out);
   expect_walk("seed003_MultiHeadAttention", mha_out);
   // fused (the default), the masked softmax and the two products are one fused node of ag's:
-  // forward, which returns no weights, records the node that holds none (PyTorch's CPU flash
-  // attention's name); forward_with_weights the one whose weights are an output
+  // forward, which returns no weights, records one node from the input and the three projections'
+  // weights to the context (causal_self_attention); forward_with_weights the projections, and the
+  // node whose weights are an output
   std::string fused;
   for (const auto& l : walk(mha.forward(batch))) fused += l + "\n";
-  // the context's node leads to the three projections' transposes: no softmax node is on the way
   EXPECT_EQ(fused.find("Softmax"), std::string::npos) << fused;
+  EXPECT_NE(fused.find("      CausalSelfAttentionBackward0 [0]\n        None [0]\n        AccumulateGrad [0]\n"
+                       "        AccumulateGrad [0]\n        AccumulateGrad [0]\n"),
+            std::string::npos)
+      << fused;
   std::string with_weights;
   for (const auto& l : walk(mha.forward_with_weights(batch).first)) with_weights += l + "\n";
   EXPECT_NE(with_weights.find("          UnsafeViewBackward0 [0]\n            TransposeBackward0 [0]\n"), std::string::npos)
       << with_weights;
+  // with a bias on the projections, the attention alone is fused (its three inputs the heads)
+  MultiHeadAttention biased(3, 2, 6, 0.0, 2, true);
+  std::string heads;
+  for (const auto& l : walk(biased.forward(batch))) heads += l + "\n";
   const std::string attention = "          ScaledDotProductFlashAttentionForCpuBackward0 [0]\n",
                     projection = "            TransposeBackward0 [0]\n";
-  EXPECT_NE(fused.find(attention + projection), std::string::npos) << fused;
+  EXPECT_NE(heads.find(attention + projection), std::string::npos) << heads;
   int64_t projections = 0;
-  for (std::size_t at = fused.find(projection); at != std::string::npos; at = fused.find(projection, at + 1)) ++projections;
-  EXPECT_EQ(projections, 3) << fused;
+  for (std::size_t at = heads.find(projection); at != std::string::npos; at = heads.find(projection, at + 1)) ++projections;
+  EXPECT_EQ(projections, 3) << heads;
 }
 
 TEST(NextFunctions, LeavesAreAccumulateGradNodesThatStayTheSameWhileHeld) {

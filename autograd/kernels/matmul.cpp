@@ -140,17 +140,27 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor product_sum(const Size& shape, const Tensor& bias, const Tensor& a1, const Tensor& b1, const Tensor& a2,
                    const Tensor& b2) {
+  return product_sum(shape, bias, {Product{a1, b1}, Product{a2, b2}});
+}
+
+Tensor product_sum(const Size& shape, const Tensor& bias, std::initializer_list<Product> products) {
   const int64_t m = shape[0], n = shape[1];
-  const bool p1 = a1.defined() && b1.defined(), p2 = a2.defined() && b2.defined();
-  check_blas_dims("product_sum", m, n, std::max(p1 ? a1.size(1) : 0, p2 ? a2.size(1) : 0));
-  Tensor out = detail::make_tensor(shape, (p1 ? a1 : p2 ? a2 : bias).dtype());
+  int64_t k_max = 0;
+  const Tensor* first = bias.defined() ? &bias : nullptr;
+  for (const auto& [a, b] : products) {
+    if (!a.defined() || !b.defined()) continue;
+    k_max = std::max(k_max, a.size(1));
+    if (!first) first = &a;
+  }
+  check_blas_dims("product_sum", m, n, k_max);
+  Tensor out = detail::make_tensor(shape, first ? first->dtype() : kFloat32);
   // out = bias (broadcast over rows), then each product added by its GEMM (beta = 1); with no bias
   // the first GEMM overwrites (beta = 0), and with neither bias nor a GEMM the result is 0
   bool written = bias.defined();
   if (written) detail::copy_into(out, bias);
   if (m > 0 && n > 0) {
     dispatch_float(out.dtype(), "product_sum", [&]<typename T>() {
-      for (const auto& [a0, b0] : {std::pair<const Tensor&, const Tensor&>{a1, b1}, {a2, b2}}) {
+      for (const auto& [a0, b0] : products) {
         if (!a0.defined() || !b0.defined() || a0.size(1) == 0) continue;
         const Tensor a = blas_operand(a0), b = blas_operand(b0);
         detail::gemm(*layout_of(a), *layout_of(b), static_cast<int>(m), static_cast<int>(n), static_cast<int>(a.size(1)),

@@ -7,6 +7,9 @@
 // This file also defines detail::layout_of, blas_operand and check_blas_dims (kernels/blas.h).
 #pragma once
 
+#include <initializer_list>
+#include <utility>
+
 #include "autograd/tensor.h"
 
 namespace ag::kernels {
@@ -29,6 +32,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // pass: the fast path of the jvp of a product, dout = da @ b + a @ db (+ dbias), in matmul's and
 // linear's rules.
 Tensor product_sum(const Size& out, const Tensor& bias, const Tensor& a1, const Tensor& b1, const Tensor& a2, const Tensor& b2);
+// The same for any number of (a (m, k_i), b (k_i, n)) pairs, summed in their order.
+using Product = std::pair<const Tensor&, const Tensor&>;
+Tensor product_sum(const Size& out, const Tensor& bias, std::initializer_list<Product> products);
 
 // a (m, k) @ b (k, n) by the textbook triple loop, accumulated in double.
 Tensor matmul_reference(const Tensor& a, const Tensor& b);

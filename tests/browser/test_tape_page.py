@@ -86,8 +86,8 @@ def console_errors(driver):
 def step_through(driver, url, expected=None, values_kept=True, fused_rule=False):
     """Loads the page, steps through every node, and checks what it shows. Returns the node names in
     the order the page ran them. With fused_rule, the fused attention node (UnsafeViewBackward0,
-    as PyTorch prints weights @ values, or without weights ScaledDotProductFlashAttentionForCpuBackward0)
-    must show its own rule (Node::rule()), not a
+    as PyTorch prints weights @ values, or without weights ScaledDotProductFlashAttentionForCpuBackward0,
+    or with its projections CausalSelfAttentionBackward0) must show its own rule (Node::rule()), not a
     view's."""
     driver.get(url)
     n = driver.execute_script("return tape.steps.length")
@@ -115,9 +115,11 @@ def step_through(driver, url, expected=None, values_kept=True, fused_rule=False)
               f"step {k}: the running total of saved bytes is {shown.get_attribute('data-bytes')}, its rows add to {running}")
         title = driver.find_element(By.ID, "step-title")
         names.append(title.get_attribute("data-name"))
-        if fused_rule and names[-1] in ("UnsafeViewBackward0", "ScaledDotProductFlashAttentionForCpuBackward0"):
+        if fused_rule and names[-1] in ("UnsafeViewBackward0", "ScaledDotProductFlashAttentionForCpuBackward0",
+                                        "CausalSelfAttentionBackward0"):
             rule = driver.find_element(By.ID, "details").text
-            fused_shown = fused_shown or any(f in rule for f in ("causal_attention(", "causal_matmul(", "causal_attention_output("))
+            fused_shown = fused_shown or any(f in rule for f in ("causal_attention(", "causal_matmul(", "causal_attention_output(",
+                                                             "causal_self_attention("))
         node = int(title.get_attribute("data-node"))
         current = driver.find_elements(By.CSS_SELECTOR, "g.node.current")
         check(len(current) == 1 and current[0].get_attribute("data-node") == str(node),
