@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <type_traits>
@@ -116,7 +117,7 @@ class DimVector {
   }
   void copy_inline(const DimVector& o) {
     heap_.reset();
-    std::copy(o.inline_, o.inline_ + kInline, inline_);
+    std::memcpy(inline_, o.inline_, sizeof(inline_));  // a fixed size: a few vector moves, no call
     size_ = o.size_;
   }
   void take(DimVector& o) {

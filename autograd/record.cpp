@@ -2,7 +2,9 @@
 // output a node with one edge per input (to the input's node, or to the leaf itself) and the
 // op's rule; SavedTensor keeps what the rule needs, checked against in-place writes. Also grad
 // mode (whether ops record at all) and the copies the tape explorer keeps (KeepValuesGuard).
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_set>
 #include <vector>
@@ -18,14 +20,50 @@ namespace ag {
 
 namespace {
 thread_local bool g_grad_enabled = true;
-std::atomic<int64_t> g_live_nodes{0};
+
+// The live-node count (live_nodes(), for leak tests) without a locked instruction per node: each
+// thread adds to its own counter (a plain add; another thread only reads it), and live_nodes()
+// sums the counters of the threads alive and what exited threads left (a node made on one thread
+// and freed on another counts +1 on the first, -1 on the second).
+struct NodeCounters {
+  std::mutex m;
+  std::vector<const std::atomic<int64_t>*> alive;
+  std::atomic<int64_t> exited{0};  // counts of exited threads, and of nodes freed as a thread exits
+};
+NodeCounters& node_counters() {
+  static NodeCounters* c = new NodeCounters;  // never destroyed: nodes may die after static destructors
+  return *c;
+}
+thread_local bool t_counter_gone = false;  // trivially destructible: readable while the thread exits
+struct ThreadNodeCount {
+  std::atomic<int64_t> n{0};
+  ThreadNodeCount() {
+    std::lock_guard<std::mutex> lock(node_counters().m);
+    node_counters().alive.push_back(&n);
+  }
+  ~ThreadNodeCount() {
+    NodeCounters& c = node_counters();
+    std::lock_guard<std::mutex> lock(c.m);
+    c.exited += n.load(std::memory_order_relaxed);
+    c.alive.erase(std::find(c.alive.begin(), c.alive.end(), &n));
+    t_counter_gone = true;
+  }
+};
+void count_node(int64_t delta) {
+  if (t_counter_gone) {
+    node_counters().exited += delta;
+    return;
+  }
+  thread_local ThreadNodeCount count;
+  count.n.store(count.n.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+}
 }  // namespace
 
-Node::Node() { ++g_live_nodes; }
+Node::Node() { count_node(1); }
 // Destroying the last handle to a long chain would recurse once per node; instead, a dying node
 // takes over the edges of every input node it is the last owner of, so the chain unwinds in a loop.
 Node::~Node() {
-  --g_live_nodes;
+  count_node(-1);
   std::vector<std::shared_ptr<Node>> stack;
   for (Edge& e : next)
     if (e.fn) stack.push_back(std::move(e.fn));
@@ -40,7 +78,13 @@ Node::~Node() {
     }
   }
 }
-int64_t live_nodes() { return g_live_nodes.load(); }
+int64_t live_nodes() {
+  NodeCounters& c = node_counters();
+  std::lock_guard<std::mutex> lock(c.m);
+  int64_t n = c.exited.load();
+  for (const std::atomic<int64_t>* t : c.alive) n += t->load(std::memory_order_relaxed);
+  return n;
+}
 
 bool grad_enabled() { return g_grad_enabled; }
 GradModeGuard::GradModeGuard(bool on) : prev_(g_grad_enabled) { g_grad_enabled = on; }

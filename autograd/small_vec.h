@@ -6,6 +6,8 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -59,7 +61,10 @@ class SmallVec {
   // Releases every element (the inline ones in use are reset to T(); once spilled, all of them).
   void clear() {
     const std::size_t used = size_ < N ? size_ : N;
-    for (std::size_t i = 0; i < used; ++i) inline_[i] = T();
+    for (std::size_t i = 0; i < used; ++i) {  // destroyed and made anew: no zeroed temporary moved in
+      std::destroy_at(&inline_[i]);
+      ::new (static_cast<void*>(&inline_[i])) T;
+    }
     heap_.clear();
     size_ = 0;
   }

@@ -2,6 +2,8 @@
 // given by pointer, transpose flag and leading dimension, so transposed views need no copy.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <optional>
 
@@ -35,9 +37,28 @@ void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
           double beta = 0.0, Band band = {});
 
+// How BLAS can read a (rows, cols) matrix with strides (rs, cs), if it can. (Inline, as is
+// layout_of: called out of line, the optional went back through the stack and stalled the load
+// that read it, a few percent of a toy model's step.)
+inline std::optional<MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  // an empty matrix is never read (and counts as contiguous whatever its strides)
+  if (rows == 0 || cols == 0) return MatLayout{false, static_cast<int>(std::max<int64_t>(cols, 1))};
+  if (rows <= 1) rs = std::max<int64_t>(cols, 1);  // a single row: its row stride never matters
+  if (cols <= 1) cs = 1;
+  if (rs > INT_MAX || cs > INT_MAX) return std::nullopt;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return MatLayout{false, static_cast<int>(rs)};
+  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return MatLayout{true, static_cast<int>(cs)};
+  return std::nullopt;
+}
+
 // How BLAS reads the last two dims of t, if it can: row-major or, for a transposed view,
-// column-major, with a leading dimension (defined in kernels/matmul.cpp, as are the two below).
-std::optional<MatLayout> layout_of(const Tensor& t);
+// column-major, with a leading dimension.
+inline std::optional<MatLayout> layout_of(const Tensor& t) {
+  const std::size_t n = static_cast<std::size_t>(t.dim());
+  const Strides& st = t.strides();
+  return mat_layout(t.size(-2), t.size(-1), st[n - 2], st[n - 1]);
+}
+// (defined in kernels/matmul.cpp, as is the one below)
 // t itself if BLAS can read its last two dims (transposed views included), else a contiguous copy.
 Tensor blas_operand(const Tensor& t);
 // Throws a shape error naming `op` if a GEMM dimension exceeds BLAS's int range.

@@ -16,28 +16,6 @@ namespace ag {
 
 namespace detail {
 
-namespace {
-
-// How BLAS can read a (rows, cols) matrix with strides (rs, cs), if it can.
-std::optional<MatLayout> mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  // an empty matrix is never read (and counts as contiguous whatever its strides)
-  if (rows == 0 || cols == 0) return MatLayout{false, static_cast<int>(std::max<int64_t>(cols, 1))};
-  if (rows <= 1) rs = std::max<int64_t>(cols, 1);  // a single row: its row stride never matters
-  if (cols <= 1) cs = 1;
-  if (rs > INT_MAX || cs > INT_MAX) return std::nullopt;
-  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return MatLayout{false, static_cast<int>(rs)};
-  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return MatLayout{true, static_cast<int>(cs)};
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<MatLayout> layout_of(const Tensor& t) {
-  const int64_t n = t.dim();
-  return mat_layout(t.size(-2), t.size(-1), t.strides()[static_cast<std::size_t>(n - 2)],
-                    t.strides()[static_cast<std::size_t>(n - 1)]);
-}
-
 Tensor blas_operand(const Tensor& t) { return layout_of(t) ? t : contiguous_values(t); }
 
 void check_blas_dims(const char* op, int64_t m, int64_t n, int64_t k) {
