@@ -104,22 +104,33 @@ void record_qk_softmax(Tensor& y, const Tensor& q, const Tensor& k, const Size& 
 using Tensors3 = std::array<Tensor, 3>;  // {q, k, v}, or their weights
 using Need = std::array<bool, 4>;        // which of {x, wq, wk, wv} need a gradient
 
-// (batch, T, heads * e) rows seen as their (batch, heads, T, e) heads: a view, no copy, no history.
-Tensor heads_of(const Tensor& rows, int64_t b, int64_t t, int64_t heads) {
-  const int64_t d = rows.size(-1), e = d / heads;
-  return detail::alias(rows, Size{b, heads, t, e}, Strides{t * d, e, d, 1}, rows.storage_offset());
+// Columns [col, col + d) of (batch * T, width) rows seen as their (batch, heads, T, d / heads)
+// heads: a view, no copy, no history.
+Tensor heads_of(const Tensor& rows, int64_t b, int64_t t, int64_t heads, int64_t d, int64_t col) {
+  const int64_t width = rows.size(-1), e = d / heads;
+  return detail::alias(rows, Size{b, heads, t, e}, Strides{t * width, e, width, 1}, rows.storage_offset() + col);
 }
 
-// (batch, heads, T, e) heads side by side again, as `shape` ((batch, T, heads * e) or
-// (batch * T, heads * e)): heads.transpose(1, 2) copied contiguous, no history.
-Tensor merged_heads(const Tensor& heads, const Size& shape) {
+// (batch, heads, T, e) heads side by side again, as (batch, T, heads * e): heads.transpose(1, 2)
+// copied contiguous, no history.
+Tensor merged_heads(const Tensor& heads) {
+  const int64_t b = heads.size(0), h = heads.size(1), t = heads.size(2), e = heads.size(3);
   const Tensor side = detail::contiguous_values(detail::transpose_view(heads, 1, 2));
-  return detail::alias(side, shape, contiguous_strides(shape), 0);
+  return detail::alias(side, Size{b, t, h * e}, Strides{t * h * e, h * e, 1}, 0);
 }
 
 // x (batch, T, d_in) as the (batch * T, d_in) matrix of its rows (a view where x is contiguous).
 Tensor rows_of(const Tensor& x) {
   return kernels::fold_rows(x.is_contiguous() ? x : detail::contiguous_values(x));
+}
+
+// The three (d, d_in) weights stacked as one (3d, d_in) matrix (a copy): x @ stacked^T gives q, k
+// and v side by side in one GEMM, and their gradients' rows side by side @ stacked gives dx.
+Tensor stacked(const Tensors3& w) {
+  const int64_t d = w[0].size(0), din = w[0].size(1);
+  Tensor out = detail::make_tensor(Size{3 * d, din}, w[0].dtype());
+  for (int i = 0; i < 3; ++i) detail::copy_into(detail::alias(out, Size{d, din}, Strides{din, 1}, i * d * din), w[i]);
+  return out;
 }
 
 // causal_self_attention's rule in ag ops, q, k and v recomputed as ops (so a graph of this backward
@@ -148,27 +159,32 @@ Grads self_attention_rule(const Tensor& g, const Tensor& x, const Tensors3& w, i
 }
 
 // The rule's fast path, nothing recorded: causal_attention_output's backward kernel on the saved
-// projections q, k, v (heads) and softmax stats, then the projections' GEMMs over all rows, dx's
-// three products summed in one output.
+// projections q, k, v (heads) and softmax stats, the gradients' heads written side by side into
+// (batch * T, 3d) rows r; then dx = r @ stacked(w) and [dwq; dwk; dwv] = r^T @ x, one GEMM each
+// over all rows (per weight where not all three need one).
 Grads self_attention_backward(const Tensor& g, const Tensor& x, const Tensors3& w, const Tensors3& qkv, const Tensor& stats,
                               const Need& need, double divisor) {
-  const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0), heads = qkv[0].size(1);
-  const Tensor gh = heads_of(g.is_contiguous() ? g : detail::contiguous_values(g), b, t, heads);
+  const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0), din = x.size(2), heads = qkv[0].size(1);
+  const Tensor gc = g.is_contiguous() ? g : detail::contiguous_values(g);
+  const Tensor gh = heads_of(kernels::fold_rows(gc), b, t, heads, d, 0);
+  const Tensor r = detail::make_tensor(Size{b * t, 3 * d}, x.dtype());
+  const Grads blocks{heads_of(r, b, t, heads, d, 0), heads_of(r, b, t, heads, d, d), heads_of(r, b, t, heads, d, 2 * d)};
   const Grads dh = kernels::causal_attention_backward(gh, Tensor(), qkv[0], qkv[1], qkv[2], need[0] || need[1], need[0] || need[2],
-                                                      need[0] || need[3], Size{b, heads}, divisor, stats);
-  Tensors3 r;
-  for (int i = 0; i < 3; ++i)
-    if (dh[i].defined()) r[i] = merged_heads(dh[i], Size{b * t, d});
+                                                      need[0] || need[3], Size{b, heads}, divisor, stats, blocks);
+  for (int i = 0; i < 3; ++i)  // written in place (a degenerate shape's kernel returns its own tensor)
+    if (dh[i].defined() && dh[i].impl() != blocks[i].impl()) detail::copy_into(blocks[i], dh[i]);
   const Tensor x2 = rows_of(x);
   Grads out{Tensor(), Tensor(), Tensor()};
   out.push_back(Tensor());
-  if (need[0]) {
-    const Size rows{b * t, x.size(2)};
-    const Tensor dx = kernels::product_sum(rows, Tensor(), {{r[0], w[0]}, {r[1], w[1]}, {r[2], w[2]}});
-    out[0] = detail::alias(dx, x.shape(), contiguous_strides(x.shape()), 0);
+  if (need[0]) out[0] = detail::alias(kernels::bmm(r, stacked(w)), x.shape(), contiguous_strides(x.shape()), 0);
+  if (need[1] && need[2] && need[3]) {
+    const Tensor dw = kernels::bmm(detail::transpose_view(r, 0, 1), x2);  // (3d, d_in)
+    for (int i = 0; i < 3; ++i) out[i + 1] = detail::alias(dw, Size{d, din}, Strides{din, 1}, i * d * din);
+    return out;
   }
   for (int i = 0; i < 3; ++i)
-    if (need[i + 1]) out[i + 1] = kernels::bmm(detail::transpose_view(r[i], 0, 1), x2);
+    if (need[i + 1])
+      out[i + 1] = kernels::bmm(detail::transpose_view(detail::alias(r, Size{b * t, d}, Strides{3 * d, 1}, i * d), 0, 1), x2);
   return out;
 }
 
@@ -185,12 +201,12 @@ Tensor self_attention_jvp(const Tangents& d, const Tensor& x, const Tensors3& w,
     for (int i = 0; i < 3; ++i) {
       if (!dx2.defined() && !d[i + 1].defined()) continue;
       const Tensor dwt = d[i + 1].defined() ? detail::transpose_view(d[i + 1], 0, 1) : Tensor();
-      dp[i] = heads_of(kernels::product_sum(Size{b * t, dm}, Tensor(), {{dx2, detail::transpose_view(w[i], 0, 1)}, {x2, dwt}}), b, t,
-                       heads);
+      const Tensor rows = kernels::product_sum(Size{b * t, dm}, Tensor(), {{dx2, detail::transpose_view(w[i], 0, 1)}, {x2, dwt}});
+      dp[i] = heads_of(rows, b, t, heads, dm, 0);
     }
     if (const Tensor dout = kernels::causal_attention_jvp(qkv[0], qkv[1], qkv[2], dp[0], dp[1], dp[2], batch, divisor).second;
         dout.defined())
-      return merged_heads(dout, Size{b, t, dm});
+      return merged_heads(dout);
   }
   auto split = [&](const Tensor& r) { return r.reshape({b, t, heads, dm / heads}).transpose(1, 2); };
   Tensor p[3], dp[3];
@@ -330,17 +346,18 @@ Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk
                                                      std::to_string(heads));
   }
   const int64_t b = x.size(0), t = x.size(1), d = wq.size(0);
-  // q, k, v = x @ w^T over all batch * T rows, seen per head; out = their causal attention, heads
-  // merged back; with a graph to record, the softmax rows' stats too (as causal_attention_output)
-  const Tensor x2 = rows_of(x);
+  // q, k, v = x @ w^T over all batch * T rows, one GEMM with the weights stacked, seen per head;
+  // out = their causal attention, heads merged back; with a graph to record, the softmax rows' stats too (as causal_attention_output)
   const Tensors3 w{wq, wk, wv};
-  Tensors3 qkv;
-  for (int i = 0; i < 3; ++i) qkv[i] = heads_of(kernels::bmm(x2, detail::transpose_view(w[i], 0, 1)), b, t, heads);
+  const Tensor p = kernels::bmm(rows_of(x), detail::transpose_view(stacked(w), 0, 1));  // (batch * T, 3d): q, k, v side by side
+  const Tensors3 qkv{heads_of(p, b, t, heads, d, 0), heads_of(p, b, t, heads, d, d), heads_of(p, b, t, heads, d, 2 * d)};
   const bool grad = needs_grad({&x, &wq, &wk, &wv});
   Tensor stats;
-  Tensor out = merged_heads(
-      kernels::causal_attention(qkv[0], qkv[1], qkv[2], Size{b, heads}, divisor, /*keep_weights=*/false, grad ? &stats : nullptr).first,
-      Size{b, t, d});
+  Tensor out = detail::make_tensor(Size{b, t, d}, x.dtype());  // the heads written side by side into it
+  const Tensor out_heads = heads_of(kernels::fold_rows(out), b, t, heads, d, 0);
+  const Tensor o = kernels::causal_attention(qkv[0], qkv[1], qkv[2], Size{b, heads}, divisor, /*keep_weights=*/false,
+                                             grad ? &stats : nullptr, out_heads).first;
+  if (o.impl() != out_heads.impl()) detail::copy_into(out_heads, o);  // a degenerate shape's own tensor
   if (!grad) return out;
   const Need need{x.requires_grad(), wq.requires_grad(), wk.requires_grad(), wv.requires_grad()};
   auto saved = [](const Tensors3& t) { return std::array<SavedTensor, 3>{SavedTensor(t[0]), SavedTensor(t[1]), SavedTensor(t[2])}; };

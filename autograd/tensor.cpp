@@ -3,6 +3,7 @@
 #include "autograd/tensor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -111,6 +112,14 @@ Strides broadcast_strides(const Tensor& t, const Size& shape) {
   return broadcast_strides(t.shape().vec().data(), t.strides().data(), t.dim(), shape);
 }
 
+// Whether the slices t[i] along the first dim lie in disjoint memory ranges, one after another:
+// the stride of dim 0 is past the reach of a slice (contiguous tensors, and column blocks of one).
+static bool first_dim_disjoint(const Tensor& t) {
+  int64_t reach = 1;
+  for (int64_t d = 1; d < t.dim(); ++d) reach += (t.size(d) - 1) * std::abs(t.stride(d));
+  return t.stride(0) >= reach;
+}
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   Strides ss = broadcast_strides(src, dst.shape());
   dispatch_all(dst.dtype(), [&]<typename TD>() {
@@ -121,12 +130,13 @@ void copy_into(const Tensor& dst, const Tensor& src) {
         pd[o[0]] = convert_element<TD>(ps[o[1]]);
       };
       // in dst's memory order: a transposed copy of a transposed src is one stream too
-      if (!dst.is_contiguous() || dst.dim() == 0 || dst.numel() < kMinParallelElements || dst.size(0) < 2) {
+      if (dst.dim() == 0 || dst.numel() < kMinParallelElements || dst.size(0) < 2 || !first_dim_disjoint(dst)) {
         walk_in_memory_order<2>(dst.shape(), {&dst.strides(), &ss}, {dst.storage_offset(), src.storage_offset()}, put);
         return;
       }
-      // a large contiguous dst (an activation made contiguous): its first dim split over ag's
-      // threads, each walking its own part (a copy: the same bits for any split)
+      // a large dst (an activation made contiguous, heads copied side by side into a wider
+      // matrix) whose first dim's slices lie apart in memory: that dim split over ag's threads,
+      // each walking its own part (a copy: the same bits for any split)
       parallel_lines(dst.size(0), dst.numel() / dst.size(0), [&](int64_t b, int64_t e) {
         Size part = dst.shape();
         part[0] = e - b;

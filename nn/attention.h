@@ -153,6 +153,8 @@ struct MultiHeadAttentionOptions {
 // seed 003. Causal multi-head attention with out_proj: x (B, T, d_in) -> (B, T, d_out),
 // T <= context_length. Built W_query, W_value, W_key, out_proj (the seed's order) unless the
 // options say otherwise; registered buffer "mask" = triu(ones(ctx, ctx), 1).
+// forward, Fused, with projections without bias (plain nn::Linear) and the dropout the identity,
+// records the projections, heads and attention as one node (ag::causal_self_attention).
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,

@@ -181,13 +181,17 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& o) : Adam(std::move
 void Adam::step() {
   NoGradGuard no_grad;
   const double b1 = opt_.betas.first, b2 = opt_.betas.second;
+  double last_step = 0, bias_correction1 = 0, bias_correction2 = 0;  // parameters at one step share these
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     const double step = static_cast<double>(++step_[i]);  // this parameter's state['step']
-    const double bias_correction1 = 1 - std::pow(b1, step);
-    const double bias_correction2 = 1 - std::pow(b2, step);
+    if (step != last_step) {
+      bias_correction1 = 1 - std::pow(b1, step);
+      bias_correction2 = 1 - std::pow(b2, step);
+      last_step = step;
+    }
     const double step_size = lr_ / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     if (!exp_avg_[i].defined()) {

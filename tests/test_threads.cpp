@@ -239,3 +239,21 @@ TEST(Threads, SumsOverLeadingDimsCopiesAndGradientAccumulationSplitGiveTheSameBi
   EXPECT_EQ(bit_mismatches<float>(one[4], xt.clone()), 0);
   EXPECT_EQ(bit_mismatches<float>(one[5], g + xt), 0);
 }
+
+TEST(Threads, ACopyIntoAColumnBlockSplitsByItsFirstDimAndWritesNothingElse) {
+  // heads (B, h, T, e) copied into their column block of (B * T, 3 * h * e) rows, as
+  // causal_self_attention's backward writes its gradients: the block's first-dim slices lie apart
+  // in memory, so the copy splits over them (from 2^18 elements); the other columns stay as they were
+  manual_seed(35);
+  const Tensor heads = randn({16, 8, 64, 32});
+  auto run = [&] {
+    Tensor rows = full({16 * 64, 3 * 256}, -7.0);
+    rows.view({16, 64, 3, 8, 32}).select(2, 1).transpose(1, 2).copy_(heads);
+    return std::vector<Tensor>{rows};
+  };
+  const Tensor one = with_threads(1, run)[0];
+  for (int threads : {2, 3}) EXPECT_EQ(bit_mismatches<float>(one, with_threads(threads, run)[0]), 0) << threads;
+  const Tensor block = one.view({16, 64, 3, 8, 32}).select(2, 1).transpose(1, 2);
+  EXPECT_EQ(bit_mismatches<float>(block, heads), 0);
+  for (int64_t other : {0, 2}) EXPECT_EQ(bit_mismatches<float>(one.view({16, 64, 3, 256}).select(2, other), full({16, 64, 256}, -7.0)), 0);
+}

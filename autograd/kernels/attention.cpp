@@ -176,13 +176,18 @@ bool dense_rows(const Tensor& t) {
 
 // A new (batch..., rows, cols) tensor for GEMM output, laid out like `like` when that has this
 // shape and dense rows (so a gradient flowing back through like's transposes and views needs no
-// copy), else contiguous; rows [written, rows) zeroed, the rest left for the GEMMs (all zeros if
-// written is 0).
-Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype, const Tensor& like) {
+// copy), else contiguous; or `into` where given; rows [written, rows) zeroed, the rest left for
+// the GEMMs (all zeros if written is 0).
+Tensor gemm_output(const Size& batch, int64_t rows, int64_t cols, int64_t written, DType dtype, const Tensor& like,
+                   const Tensor& into = Tensor()) {
   const Size shape = with_matrix(batch, rows, cols);
-  if (written <= 0) return detail::zeros_tensor(shape, dtype);
   Tensor t;
-  if (like.defined() && like.shape() == shape && dense_rows(like)) {
+  if (into.defined()) {  // the caller's tensor of this shape, its rows readable by BLAS
+    t = into;
+    written = std::max<int64_t>(written, 0);
+  } else if (written <= 0) {
+    return detail::zeros_tensor(shape, dtype);
+  } else if (like.defined() && like.shape() == shape && dense_rows(like)) {
     t = detail::alias(detail::make_tensor(Size{shape.numel()}, dtype), shape, like.strides(), 0);
   } else {
     t = detail::make_tensor(shape, dtype);
@@ -440,7 +445,7 @@ static bool fusable(const Tensor& y_or_q, int64_t tq, int64_t tk, int64_t e, int
 }
 
 std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Size& batch,
-                                           double divisor, bool keep_weights, Tensor* stats) {
+                                           double divisor, bool keep_weights, Tensor* stats, const Tensor& into) {
   const Tensor q = detail::blas_operand(q0), k = detail::blas_operand(k0), v = detail::blas_operand(v0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
   if (!fusable(q, tq, tk, e, ev)) {
@@ -451,7 +456,7 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
   detail::check_blas_dims("causal_attention", tq, ev, tk);
   // the weights: an output, or (keep_weights false) one matrix at a time in a per-thread scratch
   Tensor y = keep_weights ? detail::make_tensor(with_matrix(batch, tq, tk), q.dtype()) : Tensor();
-  Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v);
+  Tensor out = gemm_output(batch, tq, ev, tq, q.dtype(), v, into);
   if (stats) *stats = detail::make_tensor(with_matrix(batch, tq, 2), q.dtype());
   dispatch_float(q.dtype(), "causal_attention", [&]<typename T>() {
     const MatLayout lq = *detail::layout_of(q), lkt = transposed(*detail::layout_of(k)), lv = *detail::layout_of(v),
@@ -476,7 +481,7 @@ std::pair<Tensor, Tensor> causal_attention(const Tensor& q0, const Tensor& k0, c
 // matrices that stay in cache (the weights' gradient is never written out), then dq = ds @ k,
 // dk = ds^T @ q and dv = tril(y)^T @ g.
 Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor& q0, const Tensor& k0, const Tensor& v0, bool gq,
-                                bool gk, bool gv, const Size& batch, double divisor, const Tensor& stats) {
+                                bool gk, bool gv, const Size& batch, double divisor, const Tensor& stats, const Grads& into) {
   const Tensor g = detail::blas_operand(g0), q = detail::blas_operand(q0), k = detail::blas_operand(k0),
                v = detail::blas_operand(v0);
   const int64_t tq = q.size(-2), tk = k.size(-2), e = q.size(-1), ev = v.size(-1);
@@ -486,9 +491,10 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
     Grads qk = gq || gk ? causal_qk_softmax_backward(wv[0], yy, q, k, gq, gk, batch, divisor) : Grads{Tensor(), Tensor()};
     return {qk[0], qk[1], wv[1]};
   }
-  Tensor dq = gq ? gemm_output(batch, tq, e, tq, q.dtype(), q) : Tensor();
-  Tensor dk = gk ? gemm_output(batch, tk, e, std::min(tq, tk), q.dtype(), k) : Tensor();
-  Tensor dv = gv ? gemm_output(batch, tk, ev, std::min(tq, tk), q.dtype(), v) : Tensor();
+  auto given = [&](std::size_t i) { return i < into.size() ? into[i] : Tensor(); };
+  Tensor dq = gq ? gemm_output(batch, tq, e, tq, q.dtype(), q, given(0)) : Tensor();
+  Tensor dk = gk ? gemm_output(batch, tk, e, std::min(tq, tk), q.dtype(), k, given(1)) : Tensor();
+  Tensor dv = gv ? gemm_output(batch, tk, ev, std::min(tq, tk), q.dtype(), v, given(2)) : Tensor();
   dispatch_float(q.dtype(), "causal_attention_backward", [&]<typename T>() {
     const MatLayout lg = *detail::layout_of(g), lq = *detail::layout_of(q), lk = *detail::layout_of(k),
                     lv = *detail::layout_of(v), ly{false, static_cast<int>(tk)};

@@ -37,16 +37,20 @@ Grads causal_matmul_backward(const Tensor& g, const Tensor& w, const Tensor& v, 
 // returned is undefined (no (batch..., tq, tk) tensor: scaled_dot_product_attention's forward).
 // With `stats`, it is set to the softmax rows' (batch..., tq, 2) shifts and reciprocal sums, from
 // which causal_attention_backward gives y again in one pass (left as is for the degenerate shapes,
-// an empty matrix dim, which run the two ops).
+// an empty matrix dim, which run the two ops). With `into` ((batch..., tq, ev), rows BLAS can
+// write: a view into a wider matrix), out is written there and returned as it (for those
+// degenerate shapes, a new tensor).
 std::pair<Tensor, Tensor> causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Size& batch, double divisor,
-                                           bool keep_weights = true, Tensor* stats = nullptr);
+                                           bool keep_weights = true, Tensor* stats = nullptr, const Tensor& into = Tensor());
 // {dq, dk, dv} (each only if asked for) from the gradient g of out: dw = tril(g @ v^T),
 // ds = causal_softmax_backward(dw, y, divisor), dq = ds @ k, dk = ds^T @ q, dv = tril(y)^T @ g,
 // with dw and ds kept in per-thread scratch matrices instead of (batch..., tq, tk) tensors. With y
 // undefined, each matrix's y is recomputed from q and k into a scratch matrix (the forward's bits),
 // its softmax in one pass where the forward's `stats` are given.
+// `into`: where given, the tensors {dq, dk, dv} are written to, as causal_attention's `into`.
 Grads causal_attention_backward(const Tensor& g, const Tensor& y, const Tensor& q, const Tensor& k, const Tensor& v, bool gq,
-                                bool gk, bool gv, const Size& batch, double divisor, const Tensor& stats = Tensor());
+                                bool gk, bool gv, const Size& batch, double divisor, const Tensor& stats = Tensor(),
+                                const Grads& into = {});
 
 // The jvp kernels: the fast paths of the jvp rules in attention.cpp, used when the tangent's
 // computation records no graph; a tangent is undefined where it is zero.
