@@ -1,6 +1,6 @@
 // ag's own GEMM kernels (autograd/kernels/gemm.h) beside the OpenBLAS call they replace and the
 // textbook loop they compute (matmul_reference's), on every GEMM shape of the small and medium
-// training steps (bench/train_step): the projections and the head forward (x @ W^T), their input
+// training steps (bench/train_step): q, k and v in one GEMM (the weights stacked), out_proj and the head forward (x @ W^T), their input
 // gradients (g @ W) and weight gradients (g^T @ x), and attention's per-head products. One thread
 // (the kernels; the splitting over threads is blas.cpp's). Counter: GFLOP/s; the label gives this
 // core's FMA peak beside it (fma_peak.h, measured once for the report, as BM_FmaPeak in the same
@@ -28,20 +28,30 @@ struct Shape {
 
 // V T d h B: small 256 64 128 4 16 (rows B T = 1024, head dim 32), medium 512 256 256 8 16 (4096, 32)
 const std::vector<Shape> kShapes = {
-    {"small projection x @ W^T", 1024, 128, 128, false, true},
+    // causal_self_attention: q, k, v in one GEMM with the weights stacked (3d, d), and its backward's
+    // dx and stacked dW one GEMM each over the gradients' rows r (B T, 3d)
+    {"small q, k, v x @ [Wq; Wk; Wv]^T", 1024, 384, 128, false, true},
+    {"small out_proj x @ W^T", 1024, 128, 128, false, true},
     {"small head x @ W^T", 1024, 256, 128, false, true},
+    {"small q, k, v dx = r @ [Wq; Wk; Wv]", 1024, 128, 384, false, false},
+    {"small out_proj dx = g @ W", 1024, 128, 128, false, false},
     {"small head dx = g @ W", 1024, 128, 256, false, false},
-    {"small projection dW = g^T @ x", 128, 128, 1024, true, false},
+    {"small q, k, v dW = r^T @ x", 384, 128, 1024, true, false},
+    {"small out_proj dW = g^T @ x", 128, 128, 1024, true, false},
     {"small head dW = g^T @ x", 256, 128, 1024, true, false},
     {"small attention q @ k^T (one head)", 64, 64, 32, false, true},
-    {"small attention w @ v (one head)", 64, 32, 64, false, false},
-    {"medium projection x @ W^T", 4096, 256, 256, false, true},
+    {"small attention w @ v, ds @ k (one head)", 64, 32, 64, false, false},
+    {"medium q, k, v x @ [Wq; Wk; Wv]^T", 4096, 768, 256, false, true},
+    {"medium out_proj x @ W^T", 4096, 256, 256, false, true},
     {"medium head x @ W^T", 4096, 512, 256, false, true},
+    {"medium q, k, v dx = r @ [Wq; Wk; Wv]", 4096, 256, 768, false, false},
+    {"medium out_proj dx = g @ W", 4096, 256, 256, false, false},
     {"medium head dx = g @ W", 4096, 256, 512, false, false},
-    {"medium projection dW = g^T @ x", 256, 256, 4096, true, false},
+    {"medium q, k, v dW = r^T @ x", 768, 256, 4096, true, false},
+    {"medium out_proj dW = g^T @ x", 256, 256, 4096, true, false},
     {"medium head dW = g^T @ x", 512, 256, 4096, true, false},
     {"medium attention q @ k^T (one head)", 256, 256, 32, false, true},
-    {"medium attention w @ v (one head)", 256, 32, 256, false, false},
+    {"medium attention w @ v, ds @ k (one head)", 256, 32, 256, false, false},
 };
 
 double fp32_peak() {
