@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -60,12 +61,21 @@ namespace {
 
 thread_local bool t_in_parallel = false;  // this thread runs a chunk of a parallel_for
 
-// Workers that sleep on a condition variable between jobs (no spinning: an idle worker costs no
-// CPU). A job is chunks [0, chunks) of f, taken from the job's own counter by the workers and the
+// Workers that sleep on a condition variable between jobs (an idle worker costs no CPU once it
+// has looked out for the next job for kLookout). A job is chunks [0, chunks) of f, taken from the job's own counter by the workers and the
 // caller alike, so a slow wake-up only means the caller does more of them. A worker touches a job
 // only after registering as its user under the lock, and the caller returns (and the job, on its
 // stack, ends) only when every chunk is done and no worker holds the job. One job at a time: a
 // parallel_for from another thread while one runs goes serial.
+// How long a worker that finished a job keeps looking for the next before it sleeps.
+constexpr std::chrono::microseconds kLookout{50};
+
+inline void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 class Pool {
  public:
   // Runs chunk(t) for t in [0, chunks) on up to chunks threads; false if the pool is busy.
@@ -78,6 +88,7 @@ class Pool {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = &job;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
     take(job);
@@ -119,6 +130,12 @@ class Pool {
     t_in_parallel = true;
     uint64_t seen = 0;
     for (;;) {
+      // A while on the lookout first: a training step's parallel loops come a few microseconds
+      // apart, and a worker woken through the condition variable joins tens of microseconds
+      // late, leaving its half of the loop to the caller's second turn.
+      const auto until = std::chrono::steady_clock::now() + kLookout;
+      while (published_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
+        for (int i = 0; i < 16; ++i) pause();
       Job* job = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -140,6 +157,7 @@ class Pool {
   std::vector<std::thread> workers_;  // never joined: they sleep until the process ends
   Job* job_ = nullptr;                // the running job, while workers may still join it
   uint64_t generation_ = 0;
+  std::atomic<uint64_t> published_{0};  // generation_, for the workers' lookout outside the lock
 };
 
 // The pool, made by the first parallel loop to need one. Never destroyed: workers may still wait
