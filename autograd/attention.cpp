@@ -119,9 +119,12 @@ Tensor merged_heads(const Tensor& heads) {
   return detail::alias(side, Size{b, t, h * e}, Strides{t * h * e, h * e, 1}, 0);
 }
 
-// x (batch, T, d_in) as the (batch * T, d_in) matrix of its rows (a view where x is contiguous).
+// x (batch, T, d_in) as the (batch * T, d_in) matrix of its rows (a view where x is contiguous;
+// (batch * T, 0) for d_in = 0, as the GEMMs need the rows even then).
 Tensor rows_of(const Tensor& x) {
-  return kernels::fold_rows(x.is_contiguous() ? x : detail::contiguous_values(x));
+  const Tensor c = x.is_contiguous() ? x : detail::contiguous_values(x);
+  const int64_t rows = x.size(0) * x.size(1), cols = x.size(2);
+  return detail::alias(c, Size{rows, cols}, Strides{cols, 1}, c.storage_offset());
 }
 
 // The three (d, d_in) weights stacked as one (3d, d_in) matrix (a copy): x @ stacked^T gives q, k
@@ -166,7 +169,7 @@ Grads self_attention_backward(const Tensor& g, const Tensor& x, const Tensors3& 
                               const Need& need, double divisor) {
   const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0), din = x.size(2), heads = qkv[0].size(1);
   const Tensor gc = g.is_contiguous() ? g : detail::contiguous_values(g);
-  const Tensor gh = heads_of(kernels::fold_rows(gc), b, t, heads, d, 0);
+  const Tensor gh = heads_of(rows_of(gc), b, t, heads, d, 0);
   const Tensor r = detail::make_tensor(Size{b * t, 3 * d}, x.dtype());
   const Grads blocks{heads_of(r, b, t, heads, d, 0), heads_of(r, b, t, heads, d, d), heads_of(r, b, t, heads, d, 2 * d)};
   const Grads dh = kernels::causal_attention_backward(gh, Tensor(), qkv[0], qkv[1], qkv[2], need[0] || need[1], need[0] || need[2],
@@ -354,7 +357,7 @@ Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk
   const bool grad = needs_grad({&x, &wq, &wk, &wv});
   Tensor stats;
   Tensor out = detail::make_tensor(Size{b, t, d}, x.dtype());  // the heads written side by side into it
-  const Tensor out_heads = heads_of(kernels::fold_rows(out), b, t, heads, d, 0);
+  const Tensor out_heads = heads_of(rows_of(out), b, t, heads, d, 0);
   const Tensor o = kernels::causal_attention(qkv[0], qkv[1], qkv[2], Size{b, heads}, divisor, /*keep_weights=*/false,
                                              grad ? &stats : nullptr, out_heads).first;
   if (o.impl() != out_heads.impl()) detail::copy_into(out_heads, o);  // a degenerate shape's own tensor

@@ -750,8 +750,11 @@ TEST(CausalSelfAttention, MatchesTheOpsItStandsForForwardAndBackward) {
     expect_self_attention_matches_ops<double>(randn({1, t, 6}, kFloat64), 12, 3, where + ", float64, d_in != d");
     expect_self_attention_matches_ops<float>(randn({3, t, 8}), 8, 1, where + ", one head");
   }
-  // a strided input (its rows copied for the GEMMs) and an empty batch
+  // a strided input (its rows copied for the GEMMs), no input features, no output features, an
+  // empty batch
   expect_self_attention_matches_ops<double>(randn({10, 2, 5}, kFloat64).transpose(0, 1), 8, 4, "transposed x");
+  expect_self_attention_matches_ops<float>(randn({2, 4, 0}), 8, 2, "d_in 0");
+  expect_self_attention_matches_ops<float>(randn({2, 4, 3}), 0, 2, "d 0");
   const Tensor empty = causal_self_attention(randn({0, 4, 6}), randn({8, 6}), randn({8, 6}), randn({8, 6}), 2);
   EXPECT_EQ(empty.shape(), Size({0, 4, 8}));
 }
