@@ -58,7 +58,8 @@ class SmallVec {
     heap_.push_back(std::move(v));
     ++size_;
   }
-  // Releases every element (the inline ones in use are reset to T(); once spilled, all of them).
+  // Releases every element (the inline ones in use destroyed and default-constructed again; once
+  // spilled, all of them).
   void clear() {
     const std::size_t used = size_ < N ? size_ : N;
     for (std::size_t i = 0; i < used; ++i) {  // destroyed and made anew: no zeroed temporary moved in

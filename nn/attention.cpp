@@ -82,6 +82,7 @@ CausalAttentionResult causal_attention_impl(const std::string& who, const Tensor
     Tensor weights = dropout.forward(softmax(masked_fill(scores, causal_mask(who, mask, t, context_length), -INFINITY) / divisor, -1));
     return {matmul(weights, v), weights};
   }
+  expect_within(who, t, context_length);
   if (q.size(-2) != t) {
     throw std::invalid_argument("[" + who + "] fused causal attention needs as many queries as keys, got " + q.shape().str() +
                                 " and " + k.shape().str());

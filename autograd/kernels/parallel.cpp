@@ -61,12 +61,6 @@ namespace {
 
 thread_local bool t_in_parallel = false;  // this thread runs a chunk of a parallel_for
 
-// Workers that sleep on a condition variable between jobs (an idle worker costs no CPU once it
-// has looked out for the next job for kLookout). A job is chunks [0, chunks) of f, taken from the job's own counter by the workers and the
-// caller alike, so a slow wake-up only means the caller does more of them. A worker touches a job
-// only after registering as its user under the lock, and the caller returns (and the job, on its
-// stack, ends) only when every chunk is done and no worker holds the job. One job at a time: a
-// parallel_for from another thread while one runs goes serial.
 // How long a worker that finished a job keeps looking for the next before it sleeps.
 constexpr std::chrono::microseconds kLookout{50};
 
@@ -76,6 +70,13 @@ inline void pause() {
 #endif
 }
 
+// Workers that sleep on a condition variable between jobs (an idle worker costs no CPU once it
+// has looked out for the next job for kLookout). A job is chunks [0, chunks) of f, taken from the
+// job's own counter by the workers and the caller alike, so a slow wake-up only means the caller
+// does more of them. A worker touches a job only after registering as its user under the lock,
+// and the caller returns (and the job, on its stack, ends) only when every chunk is done and no
+// worker holds the job. One job at a time: a parallel_for from another thread while one runs goes
+// serial.
 class Pool {
  public:
   // Runs chunk(t) for t in [0, chunks) on up to chunks threads; false if the pool is busy.
