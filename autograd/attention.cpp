@@ -344,7 +344,8 @@ Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk
                                                  dtype_name(wq.dtype()) + " " + wq.shape().str() + ", " + dtype_name(wk.dtype()) +
                                                  " " + wk.shape().str() + " and " + dtype_name(wv.dtype()) + " " + wv.shape().str());
   }
-  if (heads < 1 || wq.size(0) % heads != 0) {
+  if (heads < 1) detail::shape_error("causal_self_attention", "heads must be at least 1, got " + std::to_string(heads));
+  if (wq.size(0) % heads != 0) {
     detail::shape_error("causal_self_attention", "d = " + std::to_string(wq.size(0)) + " must be divisible by heads = " +
                                                      std::to_string(heads));
   }

@@ -776,6 +776,8 @@ TEST(CausalSelfAttention, OneNodeToXAndTheWeightsOnlyWhereAsked) {
             "torch.float32 [2, 5, 6], torch.float32 [4, 6], torch.float32 [4, 5] and torch.float32 [4, 6]");
   EXPECT_EQ(message([] { causal_self_attention(randn({2, 5, 6}), randn({4, 6}), randn({4, 6}), randn({4, 6}), 3); }),
             "[causal_self_attention] d = 4 must be divisible by heads = 3");
+  EXPECT_EQ(message([] { causal_self_attention(randn({2, 5, 6}), randn({4, 6}), randn({4, 6}), randn({4, 6}), 0); }),
+            "[causal_self_attention] heads must be at least 1, got 0");
   EXPECT_NE(message([] { causal_self_attention(randn({5, 6}), randn({4, 6}), randn({4, 6}), randn({4, 6}), 2); }).find("(batch, T, d_in)"),
             std::string::npos);
 }
