@@ -689,14 +689,12 @@ TEST(CausalAttentionOutput, OneNodeStraightToQKAndV) {
             "same batch dims, got torch.float32 [2, 6, 4] and torch.float32 [2, 5, 4]");
 }
 
-TEST(CausalAttentionOutput, MatchesFiniteDifferencesToSecondOrderInBothModes) {
-  manual_seed(43);
-  auto f = [](const std::vector<Tensor>& in) { return causal_attention_output(in[0], in[1], in[2], 1.3); };
-  std::vector<Tensor> rows70 = {randn({1, 70, 2}, kFloat64).requires_grad_(), randn({1, 70, 2}, kFloat64).requires_grad_(),
-                                randn({1, 70, 2}, kFloat64).requires_grad_()};
-  EXPECT_NO_THROW(gradcheck(f, rows70, GradcheckOptions{.check_forward_ad = true}));
-  std::vector<Tensor> small = {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({2, 7, 3}, kFloat64).requires_grad_(),
-                               randn({2, 7, 2}, kFloat64).requires_grad_()};
+namespace {
+
+// gradcheck (forward mode too) and gradgradcheck (reverse over reverse, and forward over reverse)
+// of f at the float64 leaves `small`, then gradcheck (forward mode too) at strided copies of them
+template <class F>
+void expect_both_modes_to_second_order(const F& f, const std::vector<Tensor>& small) {
   EXPECT_NO_THROW(gradcheck(f, small, GradcheckOptions{.check_forward_ad = true}));
   EXPECT_NO_THROW(gradgradcheck(f, small));
   GradgradcheckOptions both_orders;
@@ -704,7 +702,19 @@ TEST(CausalAttentionOutput, MatchesFiniteDifferencesToSecondOrderInBothModes) {
   EXPECT_NO_THROW(gradgradcheck(f, small, {}, both_orders));
   std::vector<Tensor> strided;
   for (const Tensor& t : small) strided.push_back(testutil::strided_leaf(t.detach()));
-  EXPECT_NO_THROW(gradcheck(f, strided));
+  EXPECT_NO_THROW(gradcheck(f, strided, GradcheckOptions{.check_forward_ad = true}));
+}
+
+}  // namespace
+
+TEST(CausalAttentionOutput, MatchesFiniteDifferencesToSecondOrderInBothModes) {
+  manual_seed(43);
+  auto f = [](const std::vector<Tensor>& in) { return causal_attention_output(in[0], in[1], in[2], 1.3); };
+  std::vector<Tensor> rows70 = {randn({1, 70, 2}, kFloat64).requires_grad_(), randn({1, 70, 2}, kFloat64).requires_grad_(),
+                                randn({1, 70, 2}, kFloat64).requires_grad_()};
+  EXPECT_NO_THROW(gradcheck(f, rows70, GradcheckOptions{.check_forward_ad = true}));
+  expect_both_modes_to_second_order(f, {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({2, 7, 3}, kFloat64).requires_grad_(),
+                                        randn({2, 7, 2}, kFloat64).requires_grad_()});
 }
 
 // ---- causal_self_attention: the three projections, the heads and causal_attention_output in one
@@ -785,14 +795,6 @@ TEST(CausalSelfAttention, OneNodeToXAndTheWeightsOnlyWhereAsked) {
 TEST(CausalSelfAttention, MatchesFiniteDifferencesToSecondOrderInBothModes) {
   manual_seed(52);
   auto f = [](const std::vector<Tensor>& in) { return causal_self_attention(in[0], in[1], in[2], in[3], 2, 1.3); };
-  std::vector<Tensor> small = {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({4, 3}, kFloat64).requires_grad_(),
-                               randn({4, 3}, kFloat64).requires_grad_(), randn({4, 3}, kFloat64).requires_grad_()};
-  EXPECT_NO_THROW(gradcheck(f, small, GradcheckOptions{.check_forward_ad = true}));
-  EXPECT_NO_THROW(gradgradcheck(f, small));
-  GradgradcheckOptions both_orders;
-  both_orders.check_fwd_over_rev = true;
-  EXPECT_NO_THROW(gradgradcheck(f, small, {}, both_orders));
-  std::vector<Tensor> strided;
-  for (const Tensor& t : small) strided.push_back(testutil::strided_leaf(t.detach()));
-  EXPECT_NO_THROW(gradcheck(f, strided, GradcheckOptions{.check_forward_ad = true}));
+  expect_both_modes_to_second_order(f, {randn({2, 5, 3}, kFloat64).requires_grad_(), randn({4, 3}, kFloat64).requires_grad_(),
+                                        randn({4, 3}, kFloat64).requires_grad_(), randn({4, 3}, kFloat64).requires_grad_()});
 }
