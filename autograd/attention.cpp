@@ -136,6 +136,12 @@ Tensor stacked(const Tensors3& w) {
   return out;
 }
 
+// (batch, T, heads * e) as its (batch, heads, T, e) heads, in ag ops (recorded where a graph is):
+// r.reshape(batch, T, heads, e).transpose(1, 2)
+Tensor split_heads(const Tensor& r, int64_t heads) {
+  return r.reshape({r.size(0), r.size(1), heads, r.size(2) / heads}).transpose(1, 2);
+}
+
 // causal_self_attention's rule in ag ops, q, k and v recomputed as ops (so a graph of this backward
 // reaches x and the weights through them):
 //   dq, dk, dv = causal_attention_output's rule for the gradient g split into heads,
@@ -144,9 +150,9 @@ Tensor stacked(const Tensors3& w) {
 Grads self_attention_rule(const Tensor& g, const Tensor& x, const Tensors3& w, int64_t heads, const Need& need,
                           double divisor) {
   const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0);
-  auto split = [&](const Tensor& r) { return r.reshape({b, t, heads, d / heads}).transpose(1, 2); };
-  const Tensor q = split(linear(x, w[0])), k = split(linear(x, w[1])), v = split(linear(x, w[2]));
-  const Grads dh = causal_attention_rule(split(g), causal_qk_softmax(q, k, divisor), q, k, v, need[0] || need[1],
+  const Tensor q = split_heads(linear(x, w[0]), heads), k = split_heads(linear(x, w[1]), heads),
+               v = split_heads(linear(x, w[2]), heads);
+  const Grads dh = causal_attention_rule(split_heads(g, heads), causal_qk_softmax(q, k, divisor), q, k, v, need[0] || need[1],
                                          need[0] || need[2], need[0] || need[3], divisor);
   const Tensor x2 = x.reshape({b * t, x.size(2)});
   Grads out{Tensor(), Tensor(), Tensor()};
@@ -163,11 +169,11 @@ Grads self_attention_rule(const Tensor& g, const Tensor& x, const Tensors3& w, i
 
 // The rule's fast path, nothing recorded: causal_attention_output's backward kernel on the saved
 // projections q, k, v (heads) and softmax stats, the gradients' heads written side by side into
-// (batch * T, 3d) rows r; then dx = r @ stacked(w) and [dwq; dwk; dwv] = r^T @ x, one GEMM each
-// over all rows (per weight where not all three need one).
-Grads self_attention_backward(const Tensor& g, const Tensor& x, const Tensors3& w, const Tensors3& qkv, const Tensor& stats,
+// (batch * T, 3d) rows r; then dx = r @ ws (the forward's stacked weights) and [dwq; dwk; dwv] =
+// r^T @ x, one GEMM each over all rows (per weight where not all three need one).
+Grads self_attention_backward(const Tensor& g, const Tensor& x, const Tensor& ws, const Tensors3& qkv, const Tensor& stats,
                               const Need& need, double divisor) {
-  const int64_t b = x.size(0), t = x.size(1), d = w[0].size(0), din = x.size(2), heads = qkv[0].size(1);
+  const int64_t b = x.size(0), t = x.size(1), d = ws.size(0) / 3, din = x.size(2), heads = qkv[0].size(1);
   const Tensor gc = g.is_contiguous() ? g : detail::contiguous_values(g);
   const Tensor gh = heads_of(rows_of(gc), b, t, heads, d, 0);
   const Tensor r = detail::make_tensor(Size{b * t, 3 * d}, x.dtype());
@@ -179,7 +185,7 @@ Grads self_attention_backward(const Tensor& g, const Tensor& x, const Tensors3& 
   const Tensor x2 = rows_of(x);
   Grads out{Tensor(), Tensor(), Tensor()};
   out.push_back(Tensor());
-  if (need[0]) out[0] = detail::alias(kernels::bmm(r, stacked(w)), x.shape(), contiguous_strides(x.shape()), 0);
+  if (need[0]) out[0] = detail::alias(kernels::bmm(r, ws), x.shape(), contiguous_strides(x.shape()), 0);
   if (need[1] && need[2] && need[3]) {
     const Tensor dw = kernels::bmm(detail::transpose_view(r, 0, 1), x2);  // (3d, d_in)
     for (int i = 0; i < 3; ++i) out[i + 1] = detail::alias(dw, Size{d, din}, Strides{din, 1}, i * d * din);
@@ -211,13 +217,12 @@ Tensor self_attention_jvp(const Tangents& d, const Tensor& x, const Tensors3& w,
         dout.defined())
       return merged_heads(dout);
   }
-  auto split = [&](const Tensor& r) { return r.reshape({b, t, heads, dm / heads}).transpose(1, 2); };
   Tensor p[3], dp[3];
   for (int i = 0; i < 3; ++i) {
-    p[i] = split(linear(x, w[i]));
+    p[i] = split_heads(linear(x, w[i]), heads);
     if (d[0].defined()) dp[i] = linear(d[0], w[i]);
     if (d[i + 1].defined()) dp[i] = dp[i].defined() ? dp[i] + linear(x, d[i + 1]) : linear(x, d[i + 1]);
-    if (dp[i].defined()) dp[i] = split(dp[i]);
+    if (dp[i].defined()) dp[i] = split_heads(dp[i], heads);
   }
   const Tensor y = causal_qk_softmax(p[0], p[1], divisor);
   const Tensor dout = causal_attention_jvp(causal_qk_softmax_jvp(dp[0], dp[1], p[0], p[1], y, batch, divisor), dp[2], y, p[2], batch);
@@ -353,7 +358,8 @@ Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk
   // q, k, v = x @ w^T over all batch * T rows, one GEMM with the weights stacked, seen per head;
   // out = their causal attention, heads merged back; with a graph to record, the softmax rows' stats too (as causal_attention_output)
   const Tensors3 w{wq, wk, wv};
-  const Tensor p = kernels::bmm(rows_of(x), detail::transpose_view(stacked(w), 0, 1));  // (batch * T, 3d): q, k, v side by side
+  const Tensor ws = stacked(w);
+  const Tensor p = kernels::bmm(rows_of(x), detail::transpose_view(ws, 0, 1));  // (batch * T, 3d): q, k, v side by side
   const Tensors3 qkv{heads_of(p, b, t, heads, d, 0), heads_of(p, b, t, heads, d, d), heads_of(p, b, t, heads, d, 2 * d)};
   const bool grad = needs_grad({&x, &wq, &wk, &wv});
   Tensor stats;
@@ -369,11 +375,11 @@ Tensor causal_self_attention(const Tensor& x, const Tensor& wq, const Tensor& wk
   // out = merge(causal_attention_output(split(x wq^T), split(x wk^T), split(x wv^T)))  =>
   // dq, dk, dv = its rule for split(g), merged to rows r_i: dx = sum_i r_i @ w_i, dw_i = r_i^T @ x
   record(out, "CausalSelfAttentionBackward0", {x, wq, wk, wv},
-         [sx = SavedTensor(x), sw = saved(w), sp = saved(qkv), sstats = SavedTensor(stats), get, need, heads,
-          divisor](const Tensor& g) -> Grads {
+         [sx = SavedTensor(x), sw = saved(w), sws = SavedTensor(ws), sp = saved(qkv), sstats = SavedTensor(stats), get, need,
+          heads, divisor](const Tensor& g) -> Grads {
            const Tensor x = sx.get();
-           const Tensors3 w = get(sw);
-           if (!needs_grad({&g, &x, &w[0], &w[1], &w[2]})) return self_attention_backward(g, x, w, get(sp), sstats.get(), need, divisor);
+           const Tensors3 w = get(sw);  // (each checked against in-place writes since the forward)
+           if (!needs_grad({&g, &x, &w[0], &w[1], &w[2]})) return self_attention_backward(g, x, sws.get(), get(sp), sstats.get(), need, divisor);
            return self_attention_rule(g, x, w, heads, need, divisor);
          },
          [&](const Tangents& d) { return self_attention_jvp(d, x, w, qkv, heads, divisor); });

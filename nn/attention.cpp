@@ -62,8 +62,7 @@ namespace {
 
 // The fused ops compute the causal triangle themselves; the buffer is only checked, so that a
 // mask edited or loaded from elsewhere is an error here, never silently ignored.
-void check_fused_mask(const std::string& who, const Tensor& mask, int64_t t, int64_t context_length) {
-  expect_within(who, t, context_length);
+void check_fused_mask(const std::string& who, const Tensor& mask, int64_t t) {
   if (mask.dim() != 2 || !is_causal_pattern(mask, t)) {
     throw std::invalid_argument("[" + who + "] fused causal attention (AttentionImpl::Fused) computes the causal mask "
                                 "triu(ones(T, T), 1) itself, but the mask buffer of shape " + mask.shape().str() +
@@ -87,7 +86,7 @@ CausalAttentionResult causal_attention_impl(const std::string& who, const Tensor
     throw std::invalid_argument("[" + who + "] fused causal attention needs as many queries as keys, got " + q.shape().str() +
                                 " and " + k.shape().str());
   }
-  check_fused_mask(who, mask, t, context_length);
+  check_fused_mask(who, mask, t);
   if (dropout.p == 0.0 || !dropout.is_training()) {  // dropout is the identity: both products in one op
     if (!need_weights) return {causal_attention_output(q, k, v, divisor), Tensor()};
     auto [context, weights] = ag::causal_attention(q, k, v, divisor);
@@ -327,7 +326,8 @@ std::pair<Tensor, Tensor> mha_forward(MultiHeadAttention& m, const Tensor& x, bo
   auto plain = [](const std::shared_ptr<Linear>& l) { return typeid(*l) == typeid(Linear) && !l->bias.defined(); };
   if (!need_weights && impl_for(m.attention) == AttentionImpl::Fused && (m.dropout->p == 0.0 || !m.dropout->is_training()) &&
       plain(m.W_query) && plain(m.W_key) && plain(m.W_value) && x.size(-1) == m.W_query->in_features) {
-    check_fused_mask(m.type_name(), m.mask, t, m.context_length);
+    expect_within(m.type_name(), t, m.context_length);
+    check_fused_mask(m.type_name(), m.mask, t);
     const Tensor context = causal_self_attention(x, m.W_query->weight, m.W_key->weight, m.W_value->weight, m.num_heads, divisor);
     return {m.out_proj->forward(context), Tensor()};
   }
