@@ -345,9 +345,17 @@ using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, cons
 template <class T, int MR, int NR, TileKernel<T> Ukr, EdgeTiles<T> Edge, TileKernel<T> UkrRowA = nullptr,
           EdgeTiles<T> EdgeRowA = nullptr>
 void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band) {
-  // KC values of a panel pair fit L1 with the tile; an MC x KC block of A fits L2; a KC x NC
-  // block of B is meant for L3 (the shapes of a training step rarely need more than one).
-  constexpr int KC = sizeof(T) == 4 ? 384 : 256, MC = MR * (sizeof(T) == 4 ? 16 : 12), NC = NR * 128;
+  // An MC x KC block of A fits L2; a KC x NC block of B is meant for L3 (the shapes of a training
+  // step rarely need more than one). The sum over k runs in K blocks of equal length KC, at most
+  // kc_max: each block after the first reads C back and writes it again, and where C is large (the
+  // medium step's (4096, 256) input gradients) that pass costs more than a B panel falling out of
+  // L1. Measured on the medium step's GEMMs (ops_bench, BM_Gemm<float>/11..19): a row-major A,
+  // read where it lies, runs best with one block up to k = 768 (g @ W for k = 512 and 768: 84% of
+  // the peak in blocks of 384, 94% in one); a column-major A (the weight gradients g^T @ x, k =
+  // 4096) with blocks of about 384 (512 and 768: 72-80%, 192: 74%).
+  constexpr int MC = MR * (sizeof(T) == 4 ? 16 : 12), NC = NR * 128;
+  const int kc_max = sizeof(T) == 4 ? (la.trans ? 384 : 768) : 256;
+  const int k_blocks = std::max((k + kc_max - 1) / kc_max, 1), KC = (k + k_blocks - 1) / k_blocks;
   if (beta != T(0) && beta != T(1)) {  // beta c first, then add to it
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) c[static_cast<std::ptrdiff_t>(i) * ldc + j] *= beta;
