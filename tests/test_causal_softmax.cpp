@@ -3,9 +3,12 @@
 // gradients must be the same bits, and the fused backward must pass gradcheck on its own.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "test_util.h"
 
@@ -155,4 +158,45 @@ TEST(CausalSoftmax, SameBitsUnderEveryRowKernelTheCpuRuns) {
     EXPECT_EQ(bit_mismatches<float>(x1.grad(), x2.grad()), 0);
   });
   if (!__builtin_cpu_supports("avx512f")) EXPECT_THROW(kernels::set_rows_avx512(true), std::invalid_argument);
+}
+
+// The float rows' exp in 16-float vectors (AVX-512F) against the same polynomial one float at a
+// time, bit for bit: on every 251st bit pattern of the 2^32 (all signs, exponents, NaNs and
+// denormals), and on every float near the clamps (the range's ends, where exp underflows to 0 and
+// overflows to inf) and around the multiples of ln 2 where the power of 2 changes.
+TEST(ExpRows, SameBitsAsTheScalarExp) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the AVX-512F exp: this CPU lacks AVX-512F";
+  std::vector<float> x;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 251) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(u)));
+  auto all_between = [&](float lo, float hi) {
+    for (float f = lo; f < hi; f = std::nextafter(f, INFINITY)) x.push_back(f);
+  };
+  all_between(-90.0f, -86.0f);
+  all_between(86.0f, 90.0f);
+  for (int n = -126; n <= 128; ++n)
+    if (n != 0) all_between(n * 0.6931472f - 1e-4f, n * 0.6931472f + 1e-4f);
+  const bool had = kernels::rows_avx512();
+  std::vector<float> one(x.size()), vec(x.size());
+  kernels::set_rows_avx512(false);
+  kernels::exp_rows(x.data(), one.data(), static_cast<int64_t>(x.size()));
+  kernels::set_rows_avx512(true);
+  kernels::exp_rows(x.data(), vec.data(), static_cast<int64_t>(x.size()));
+  kernels::set_rows_avx512(had);
+  int64_t mismatches = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (std::bit_cast<uint32_t>(one[i]) != std::bit_cast<uint32_t>(vec[i]) && ++mismatches <= 5)
+      ADD_FAILURE() << "exp(" << x[i] << ") (bits " << std::hex << std::bit_cast<uint32_t>(x[i]) << "): one by one "
+                    << one[i] << ", vectors " << vec[i];
+  EXPECT_EQ(mismatches, 0) << "of " << x.size();
+  // what the polynomial is: exp to about 1 ulp, 0 below the range, inf past it
+  const std::vector<float> probe = {0.0f, 1.0f, -1.0f, -87.0f, -100.0f, -INFINITY, 89.0f};
+  std::vector<float> e(probe.size());
+  kernels::exp_rows(probe.data(), e.data(), static_cast<int64_t>(probe.size()));
+  EXPECT_EQ(e[0], 1.0f);
+  EXPECT_NEAR(e[1], std::exp(1.0f), 2e-7f * std::exp(1.0f));
+  EXPECT_NEAR(e[2], std::exp(-1.0f), 2e-7f * std::exp(-1.0f));
+  EXPECT_NEAR(e[3], std::exp(-87.0f), 1e-6f * std::exp(-87.0f));
+  EXPECT_EQ(e[4], 0.0f);
+  EXPECT_EQ(e[5], 0.0f);
+  EXPECT_EQ(e[6], INFINITY);
 }

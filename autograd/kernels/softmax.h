@@ -47,6 +47,10 @@ void causal_softmax_backward_rows(const double* g, const double* y, double* dx, 
 // std::invalid_argument.
 bool rows_avx512();
 void set_rows_avx512(bool on);
+// y[j] = exp(x[j]) for j < n as the float row kernels compute it (a polynomial of about 1 ulp,
+// exactly 0 below the float range): in 16-float vectors where rows_avx512(), else one by one (the
+// reference the vectors must equal bit for bit).
+void exp_rows(const float* x, float* y, int64_t n);
 
 // cross_entropy's row kernels, with log_softmax's arithmetic: per row of x (rows, n),
 // log_softmax(x)[r, j] == x[r, j] - shift[r] - ls[r] bit for bit (ls NaN for a row with a NaN);
