@@ -519,7 +519,7 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
                              nullptr, st);
       if (gq || gk) {
         tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[3], lv, s.dw.data(), tq, tk, ev);
-        causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor));
+        causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor), true);
         qk_grads_matrix<T>(s.ds.data(), base<T>(q) + o[1], lq, base<T>(k) + o[2], lk, gq ? out_row<T>(dq, o[4], 0) : nullptr,
                            gq ? ldc_of(dq) : 0, gk ? out_row<T>(dk, o[5], 0) : nullptr, gk ? ldc_of(dk) : 0, tq, tk, e);
       }
@@ -701,7 +701,7 @@ GradsWithTangents causal_attention_backward_jvp(const Tensor& g0, const Tensor& 
             tril_matmul_dw_matrix<T>(pg, lg, pv, lv, s.dw.data(), tq, tk, ev);
             tril_matmul_dw_matrix<T>(pdg, ldg, pv, lv, s.ddw.data(), tq, tk, ev);
             tril_matmul_dw_matrix<T>(pg, lg, pdv, ldv, s.ddw.data(), tq, tk, ev, T(1));
-            causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, div);
+            causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, div, true);
             causal_softmax_backward_jvp_rows<T>(s.dw.data(), s.ddw.data(), py, s.dy.data(), s.dds.data(), tq, tk, div);
             T* out_gq = gq ? out_row<T>(r.grads[0], o[8], 0) : nullptr;
             T* out_gk = gk ? out_row<T>(r.grads[1], o[9], 0) : nullptr;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "autograd/kernels/common.h"
@@ -573,10 +574,22 @@ __attribute__((target("avx512f"))) void cross_entropy_backward_avx512(const floa
     if (target[r] >= 0) dr[target[r]] = v[r] - fast_exp(xr[target[r]] - sr - lr) * sum;
   }
 }
-// causal_backward_rows (below) in 16-float vectors: g * y summed over the whole row in row_sum's
-// lanes, then (g - s) * y / divisor where kept, the same operations on each value
+// Where the backward's sum of g * y over a row of n (m kept) stops: row_sum's lanes cover
+// [0, lanes_end) and the values from nb (n rounded down to the lanes) to tail_end are added after,
+// in order. The whole row, unless g is +0 above the diagonal: then the products there are +0 (y is
+// +0 there, or the row is NaN in its kept part too) and adding them changes no bit (a lane or a
+// sum that starts at +0 is never -0), so the lanes stop at the first multiple of 8 at or past m,
+// and the tail at m.
+inline std::pair<int64_t, int64_t> backward_sum_ends(int64_t m, int64_t n, int64_t nb, bool g_zero_above) {
+  if (!g_zero_above) return {nb, n};
+  return {std::min(nb, (m + 7) / 8 * 8), std::max(nb, m)};
+}
+
+// causal_backward_rows (below) in 16-float vectors: g * y summed over the row (its kept part where
+// g is +0 above the diagonal) in row_sum's lanes, then (g - s) * y / divisor where kept, the same
+// operations on each value
 __attribute__((target("avx512f"))) void causal_backward_rows_avx512(const float* g, const float* y, float* dx, int64_t rows,
-                                                                    int64_t tq, int64_t n, float divisor) {
+                                                                    int64_t tq, int64_t n, float divisor, bool g_zero_above) {
   const int64_t nb = n / 8 * 8;
   const __m512 d = _mm512_set1_ps(divisor);
   for (int64_t r = 0, i = 0; r < rows; ++r, i = i + 1 == tq ? 0 : i + 1) {
@@ -584,13 +597,14 @@ __attribute__((target("avx512f"))) void causal_backward_rows_avx512(const float*
     const float* yr = y + r * n;
     float* dr = dx + r * n;
     const int64_t m = std::min(i + 1, n);
+    const auto [lanes_end, tail_end] = backward_sum_ends(m, n, nb, g_zero_above);
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t j = 0; j < nb; j += 16) {  // lanes past nb load 0: 0 * 0 adds nothing, and add_to_lanes skips them
-      const __mmask16 k = lanes16(nb - j);
+    for (int64_t j = 0; j < lanes_end; j += 16) {  // lanes past the end load 0: 0 * 0 adds nothing
+      const __mmask16 k = lanes16(lanes_end - j);
       acc = add_to_lanes(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, gr + j), _mm512_maskz_loadu_ps(k, yr + j)), j, nb);
     }
     float sum = sum_lanes(acc);
-    for (int64_t j = nb; j < n; ++j) sum += gr[j] * yr[j];
+    for (int64_t j = nb; j < tail_end; ++j) sum += gr[j] * yr[j];
     const __m512 s = _mm512_set1_ps(sum);
     for (int64_t j = 0; j < m; j += 16) {
       const __mmask16 k = lanes16(m - j);
@@ -605,22 +619,25 @@ __attribute__((target("avx512f"))) void causal_backward_rows_avx512(const float*
 // The backward of causal_rows, bit-identical to softmax_backward_lastdim followed by the
 // division's and masked_fill's backward: dx = (y * (g - sum(g * y))) / divisor for j <= i, 0 above.
 // Two passes: g * y with row_sum's lane sums (over the whole row: a masked y is 0, but an infinite
-// g there makes the sum NaN, as in the composed ops), then the rest where kept.
+// g there makes the sum NaN, as in the composed ops), then the rest where kept. Where g is +0
+// above the diagonal (g_zero_above: the fused attention's dw = tril(g v^T)), the sum skips that
+// part (see backward_sum_ends).
 template <class T>
-void causal_backward_rows(const T* g, const T* y, T* dx, int64_t rows, int64_t tq, int64_t n, T divisor) {
+void causal_backward_rows(const T* g, const T* y, T* dx, int64_t rows, int64_t tq, int64_t n, T divisor, bool g_zero_above) {
   const int64_t nb = n / 8 * 8;
   for (int64_t r = 0; r < rows; ++r) {
     const T* gr = g + r * n;
     const T* yr = y + r * n;
     T* dr = dx + r * n;
     const int64_t m = std::min(r % tq + 1, n);
+    const auto [lanes_end, tail_end] = backward_sum_ends(m, n, nb, g_zero_above);
     T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t j = 0;
-    for (; j < nb; j += 8)
+    for (; j < lanes_end; j += 8)
       for (int k = 0; k < 8; ++k) acc[k] += gr[j + k] * yr[j + k];
     T s = 0;
     for (int k = 0; k < 8; ++k) s += acc[k];
-    for (; j < n; ++j) s += gr[j] * yr[j];
+    for (j = nb; j < tail_end; ++j) s += gr[j] * yr[j];
     for (j = 0; j < m; ++j) dr[j] = (gr[j] - s) * yr[j] / divisor;  // the division's backward
     std::fill(dr + m, dr + n, T(0));                                  // masked_fill's backward
   }
@@ -751,13 +768,13 @@ void causal_softmax_rows_again(const double* x, double* y, int64_t rows, int64_t
   causal_rows_again<double>(x, y, rows, tq, n, divisor, stats);
 }
 void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
-                                  float divisor) {
-  if (rows_avx512()) causal_backward_rows_avx512(g, y, dx, rows, tq, n, divisor);
-  else causal_backward_rows<float>(g, y, dx, rows, tq, n, divisor);
+                                  float divisor, bool g_zero_above) {
+  if (rows_avx512()) causal_backward_rows_avx512(g, y, dx, rows, tq, n, divisor, g_zero_above);
+  else causal_backward_rows<float>(g, y, dx, rows, tq, n, divisor, g_zero_above);
 }
 void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
-                                  double divisor) {
-  causal_backward_rows<double>(g, y, dx, rows, tq, n, divisor);
+                                  double divisor, bool g_zero_above) {
+  causal_backward_rows<double>(g, y, dx, rows, tq, n, divisor, g_zero_above);
 }
 void exp_rows(const float* x, float* y, int64_t n) {
   if (rows_avx512()) exp_avx512(x, y, n);

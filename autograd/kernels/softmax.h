@@ -36,10 +36,12 @@ void causal_softmax_rows(const double* x, double* y, int64_t rows, int64_t tq, i
 void causal_softmax_rows_again(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor, const float* stats);
 void causal_softmax_rows_again(const double* x, double* y, int64_t rows, int64_t tq, int64_t n, double divisor,
                                const double* stats);
+// g_zero_above: g is +0 above the diagonal (as tril(g v^T) is), so its sum with y skips that part;
+// the same bits.
 void causal_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows, int64_t tq, int64_t n,
-                                  float divisor);
+                                  float divisor, bool g_zero_above = false);
 void causal_softmax_backward_rows(const double* g, const double* y, double* dx, int64_t rows, int64_t tq, int64_t n,
-                                  double divisor);
+                                  double divisor, bool g_zero_above = false);
 
 // Whether the float row kernels (the causal softmax rows, cross_entropy's) run their AVX-512F
 // build: wherever the CPU has AVX-512F, unless set_rows_avx512(false). Both give the same bits
