@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -220,6 +221,64 @@ TEST(Gemm, EveryOwnKernelMatchesTheTextbookSum) {
 TEST(Gemm, OpenBLASTheOtherReferenceMatchesTheTextbookSumToo) {
   check_sizes<float>(GemmKernel::OpenBLAS);
   check_sizes<double>(GemmKernel::OpenBLAS);
+}
+
+// A bias row added by the GEMM as it writes its tiles (beta 0, c never read) gives the bits of c
+// holding the bias rows with beta 1 (what linear did before, and does for OpenBLAS): every kernel,
+// both dtypes, sizes around the tiles, transposes, sums of more than one K block, and through
+// detail::gemm split over 2 threads by rows and by columns (the bias then starts at the slab's
+// first column).
+template <class T>
+void check_bias(GemmKernel kernel) {
+  std::mt19937_64 rng(31);
+  int checked = 0;
+  for (int m : {1, 7, 13, 65, 200})
+    for (int n : {1, 17, 33, 300})
+      for (int k : {0, 5, 385, 800}) {
+        const bool ta = (m + k) % 2 == 1, tb = (n + k) % 3 == 0;
+        const Operand<T> a = operand<T>(m, k, ta, 1, rng), b = operand<T>(k, n, tb, 2, rng);
+        const int ldc = n + 3;
+        const Operand<T> bias_row = operand<T>(1, n, false, 0, rng);
+        std::vector<T> rows(static_cast<std::size_t>(m) * ldc, T(-7)), fused(rows.size(), std::numeric_limits<T>::quiet_NaN());
+        for (int i = 0; i < m; ++i) std::copy(bias_row.data.begin(), bias_row.data.end(), rows.begin() + i * ldc);
+        for (int i = 0; i < m; ++i) std::fill(fused.begin() + i * ldc + n, fused.begin() + (i + 1) * ldc, T(-7));
+        std::vector<T> through = fused;
+        detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), rows.data(), ldc, T(1));
+        detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), fused.data(), ldc, T(0), {},
+                         bias_row.data.data());
+        {
+          detail::GemmKernelGuard g(kernel);
+          const int before = get_num_threads();
+          set_num_threads(2);
+          detail::gemm(a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), through.data(), ldc, T(0), {}, bias_row.data.data());
+          set_num_threads(before);
+        }
+        EXPECT_EQ(std::memcmp(rows.data(), fused.data(), rows.size() * sizeof(T)), 0)
+            << gemm_kernel_name(kernel) << " " << m << " x " << n << " x " << k << " trans " << ta << tb;
+        EXPECT_EQ(std::memcmp(rows.data(), through.data(), rows.size() * sizeof(T)), 0)
+            << gemm_kernel_name(kernel) << " through gemm on 2 threads, " << m << " x " << n << " x " << k;
+        ++checked;
+      }
+  EXPECT_EQ(checked, 5 * 4 * 4);
+  EXPECT_THROW(detail::gemm(MatLayout{false, 1}, MatLayout{false, 1}, 1, 1, 1, std::vector<T>{1}.data(), std::vector<T>{1}.data(),
+                            std::vector<T>{1}.data(), 1, T(1), {}, std::vector<T>{1}.data()),
+               std::logic_error);
+}
+
+TEST(Gemm, ABiasRowGivesTheBitsOfCHoldingItWithBetaOne) {
+  for_each_own_kernel([](GemmKernel k) {
+    check_bias<float>(k);
+    check_bias<double>(k);
+  });
+  // OpenBLAS: the bias copied into c's rows, then beta 1
+  std::mt19937_64 rng(32);
+  const Operand<float> a = operand<float>(70, 40, false, 0, rng), b = operand<float>(40, 30, true, 0, rng), bias = operand<float>(1, 30, false, 0, rng);
+  std::vector<float> rows(70 * 30), fused(70 * 30, std::numeric_limits<float>::quiet_NaN());
+  for (int i = 0; i < 70; ++i) std::copy(bias.data.begin(), bias.data.end(), rows.begin() + i * 30);
+  detail::GemmKernelGuard g(GemmKernel::OpenBLAS);
+  detail::gemm(a.layout, b.layout, 70, 30, 40, a.data.data(), b.data.data(), rows.data(), 30, 1.0f);
+  detail::gemm(a.layout, b.layout, 70, 30, 40, a.data.data(), b.data.data(), fused.data(), 30, 0.0f, {}, bias.data.data());
+  EXPECT_EQ(std::memcmp(rows.data(), fused.data(), rows.size() * sizeof(float)), 0);
 }
 
 // Through the ops: matmul forward and backward with each kernel forced equal OpenBLAS's to rounding.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
@@ -34,16 +35,28 @@ T zero_for_beta(T beta, T* c, int m, int n, int ldc) {
   return T(1);
 }
 
-void blas(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta, Band band) {
-  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta, band);
-  beta = zero_for_beta(beta, c, m, n, ldc);
+// For OpenBLAS a bias is copied into c's rows first, then added to (beta = 1); ag's kernels add it
+// to their tiles as they write them, which is the same sum.
+template <class T>
+T bias_for_beta(T beta, T* c, int m, int n, int ldc, const T* bias) {
+  if (!bias) return zero_for_beta(beta, c, m, n, ldc);
+  for (int i = 0; i < m; ++i) std::copy(bias, bias + n, c + static_cast<std::ptrdiff_t>(i) * ldc);
+  return T(1);
+}
+
+void blas(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta, Band band,
+          const float* bias) {
+  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS)
+    return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
+  beta = bias_for_beta(beta, c, m, n, ldc, bias);
   cblas_sgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0f, a, la.ld, b, lb.ld, beta, c, ldc);
 }
 
 void blas(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc, double beta,
-          Band band) {
-  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS) return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta, band);
-  beta = zero_for_beta(beta, c, m, n, ldc);
+          Band band, const double* bias) {
+  if (const GemmKernel own = gemm_kernel(); own != GemmKernel::OpenBLAS)
+    return own_gemm(own, la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
+  beta = bias_for_beta(beta, c, m, n, ldc, bias);
   cblas_dgemm(CblasRowMajor, flag(la), flag(lb), m, n, k, 1.0, a, la.ld, b, lb.ld, beta, c, ldc);
 }
 
@@ -66,22 +79,23 @@ const T* col_at(const T* p, MatLayout l, int j) {
 // (A band's offset is relative to the slab: a slab from row i0 sees row i as i - i0, one from
 // column j0 sees column j as j - j0.)
 template <class T>
-void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band) {
+void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band,
+                const T* bias) {
   const double flops = 2.0 * m * n * k;
   const bool by_rows = m >= n;
   const int64_t len = by_rows ? m : n, tiles = (len + 15) / 16;
   const int64_t parts = std::min<int64_t>({get_num_threads(), tiles, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinParallelFlops))});
-  if (parts <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band);
+  if (parts <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
   parallel_for(parts, kMinParallelFlops, [&](int64_t p0, int64_t p1) {
     const int i0 = static_cast<int>(std::min(len, tiles * p0 / parts * 16)), i1 = static_cast<int>(std::min(len, tiles * p1 / parts * 16));
     if (i0 == i1) return;
     Band slab = band;
     if (by_rows) {
       slab.offset += i0;
-      blas(la, lb, i1 - i0, n, k, row_at(a, la, i0), b, c + static_cast<std::ptrdiff_t>(i0) * ldc, ldc, beta, slab);
+      blas(la, lb, i1 - i0, n, k, row_at(a, la, i0), b, c + static_cast<std::ptrdiff_t>(i0) * ldc, ldc, beta, slab, bias);
     } else {
       if (band.kind == Band::LowerC) slab.offset -= i0;
-      blas(la, lb, m, i1 - i0, k, a, col_at(b, lb, i0), c + i0, ldc, beta, slab);
+      blas(la, lb, m, i1 - i0, k, a, col_at(b, lb, i0), c + i0, ldc, beta, slab, bias ? bias + i0 : nullptr);
     }
   });
 }
@@ -89,15 +103,17 @@ void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, con
 }  // namespace
 
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta,
-          Band band) {
+          Band band, const float* bias) {
   if (m == 0 || n == 0) return;
-  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band);
+  if (bias && beta != 0.0f) throw std::logic_error("[gemm] a bias is added with beta = 0 only");
+  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
 }
 
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
-          double beta, Band band) {
+          double beta, Band band, const double* bias) {
   if (m == 0 || n == 0) return;
-  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band);
+  if (bias && beta != 0.0) throw std::logic_error("[gemm] a bias is added with beta = 0 only");
+  split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
 }
 
 }  // namespace ag::detail

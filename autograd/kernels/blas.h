@@ -31,11 +31,13 @@ struct Band {
 };
 
 // c (m,n) = a (m,k) @ b (k,n) + beta * c; c is row-major with leading dimension ldc. beta is 0
-// (c is overwritten: zeroed with memset, then added to) or 1 (added to what c holds).
+// (c is overwritten: zeroed with memset, then added to) or 1 (added to what c holds). With beta 0
+// and a bias (n contiguous values), c = bias (in every row) + a @ b: the same bits as c holding
+// the bias rows and beta 1, without the pass that writes them (linear's addmm).
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc,
-          float beta = 0.0f, Band band = {});
+          float beta = 0.0f, Band band = {}, const float* bias = nullptr);
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
-          double beta = 0.0, Band band = {});
+          double beta = 0.0, Band band = {}, const double* bias = nullptr);
 
 // How BLAS can read a (rows, cols) matrix with strides (rs, cs), if it can. (Inline, as is
 // layout_of: called out of line, the optional went back through the stack and stalled the load

@@ -144,17 +144,18 @@ void pack_b(const T* b, MatLayout lb, int n, int j0, int nc, int p0, int kc, T* 
   }
 }
 
-// ---- microkernels: c (MR x NR, row stride ldc) = (acc ? c : 0) + sum_p A[:, p] B[p, :] ----
+// ---- microkernels: c (MR x NR, row stride ldc) = (acc ? c : bias ? bias row : 0) + sum_p A[:, p] B[p, :] ----
+// (bias, where given and acc is not: NR values added to every row, as c's would be)
 
 // Portable: plain loops the compiler vectorizes for whatever the build targets.
 template <class T, int MR, int NR>
-void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, int /*ldb: packed*/, T* c, int ldc, bool acc) {
+void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, int /*ldb: packed*/, T* c, int ldc, bool acc, const T* bias) {
   T t[MR][NR] = {};
   for (int p = 0; p < kc; ++p)
     for (int r = 0; r < MR; ++r)
       for (int j = 0; j < NR; ++j) t[r][j] += a[p * MR + r] * b[p * NR + j];
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j];
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : bias ? bias[j] + t[r][j] : t[r][j];
 }
 
 // The x86 kernels: MR rows x 2 vectors of C in registers, B's two vectors loaded and A's value
@@ -196,7 +197,7 @@ AG_AVX512 void v512_mask_store(double* p, unsigned m, __m512d v) { _mm512_mask_s
 
 // AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
 template <class T, bool RowA>
-__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
+__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
   constexpr int MR = 6, W = 32 / sizeof(T);
   decltype(v256_set1(T())) t[MR][2];
 #pragma GCC unroll 6
@@ -217,6 +218,9 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, c
     if (acc) {
       t[r][0] = v256_add(v256_load(row), t[r][0]);
       t[r][1] = v256_add(v256_load(row + W), t[r][1]);
+    } else if (bias) {
+      t[r][0] = v256_add(v256_load(bias), t[r][0]);
+      t[r][1] = v256_add(v256_load(bias + W), t[r][1]);
     }
     v256_store(row, t[r][0]);
     v256_store(row + W, t[r][1]);
@@ -228,7 +232,7 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, c
 // of at most one vector's columns (NV = 1) computes one vector per row, half the work. The sums
 // are the full kernel's, in its order, so an edge element has the bits a full tile would give.
 template <class T, int R, bool RowA, int NV = 2>
-__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
                                                       int cols) {
   constexpr int W = 32 / sizeof(T);
   const __m256i m[2] = {v256_lanes_below(cols, T()), v256_lanes_below(cols - W, T())};
@@ -251,6 +255,7 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int l
     T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
     for (int v = 0; v < NV; ++v) {
       if (acc) t[r][v] = v256_add(v256_maskload(row + v * W, m[v]), t[r][v]);
+      else if (bias) t[r][v] = v256_add(v256_maskload(bias + v * W, m[v]), t[r][v]);
       v256_maskstore(row + v * W, m[v], t[r][v]);
     }
   }
@@ -259,7 +264,7 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int l
 // A is read where it lies: RowA, element (r, p) of the tile at a[r * lda + p] (a row-major A);
 // else at a[p * lda + r] (a column-major A, or a packed panel with lda = MR).
 template <class T, int R, bool RowA, int NV = 2>
-__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
                                                         int cols) {
   constexpr int W = 64 / sizeof(T);
   const unsigned m[2] = {v512_lanes_below(cols, W), v512_lanes_below(cols - W, W)};
@@ -282,6 +287,7 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
     T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
     for (int v = 0; v < NV; ++v) {
       if (acc) t[r][v] = v512_add(v512_maskz_load(m[v], row + v * W), t[r][v]);
+      else if (bias) t[r][v] = v512_add(v512_maskz_load(m[v], bias + v * W), t[r][v]);
       v512_mask_store(row + v * W, m[v], t[r][v]);
     }
   }
@@ -291,47 +297,47 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
 // a full tile is the edge kernel with every row and column (a store under a full mask costs as a
 // plain one).
 template <class T, bool RowA>
-__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
-  ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, ldb, c, ldc, acc, 128 / sizeof(T));
+__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+  ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, ldb, c, ldc, acc, bias, 128 / sizeof(T));
 }
 
 // Portable: the whole tile into a scratch tile, then its valid part.
 template <class T, int MR, int NR>
-void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
+void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
   T edge[MR * NR];
-  ukr_portable<T, MR, NR>(kc, a, lda, b, ldb, edge, NR, false);
+  ukr_portable<T, MR, NR>(kc, a, lda, b, ldb, edge, NR, false, nullptr);
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < cols; ++j) {
       T& out = c[static_cast<std::ptrdiff_t>(r) * ldc + j];
-      out = acc ? out + edge[r * NR + j] : edge[r * NR + j];
+      out = acc ? out + edge[r * NR + j] : bias ? bias[j] + edge[r * NR + j] : edge[r * NR + j];
     }
 }
 
 // An edge tile of `rows` rows: the kernel compiled for that many, and for one vector of columns
 // where its columns fit in one.
 template <class T>
-using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, int cols);
+using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias, int cols);
 template <class T, bool RowA, std::size_t... R>
-void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
                     std::index_sequence<R...>) {
   static constexpr EdgeKernel<T> fns[2][sizeof...(R)] = {{ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA, 1>...},
                                                           {ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA, 2>...}};
-  fns[cols > static_cast<int>(32 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
+  fns[cols > static_cast<int>(32 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, bias, cols);
 }
 template <class T, bool RowA>
-void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
-  edge_avx2_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, std::make_index_sequence<6>{});
+void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+  edge_avx2_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, bias, std::make_index_sequence<6>{});
 }
 template <class T, bool RowA, std::size_t... R>
-void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc,
+void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
                       std::index_sequence<R...>) {
   static constexpr EdgeKernel<T> fns[2][sizeof...(R)] = {{ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA, 1>...},
                                                           {ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA, 2>...}};
-  fns[cols > static_cast<int>(64 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, cols);
+  fns[cols > static_cast<int>(64 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, bias, cols);
 }
 template <class T, bool RowA>
-void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc) {
-  edge_avx512_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, std::make_index_sequence<12>{});
+void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+  edge_avx512_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, bias, std::make_index_sequence<12>{});
 }
 
 // ---- the blocked driver ----
@@ -344,9 +350,9 @@ std::vector<T>& pack_buffer(int which) {
 }
 
 template <class T>
-using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc);
+using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias);
 template <class T>
-using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc);
+using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias);
 
 // Ukr and Edge read A from packed panels (element (r, p) at a[p * MR + r]). Where an instruction
 // set has them, UkrRowA and EdgeRowA read a row-major A where it lies, and Ukr and Edge a
@@ -356,7 +362,8 @@ using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, cons
 // The sums are the same, in the same order.
 template <class T, int MR, int NR, TileKernel<T> Ukr, EdgeTiles<T> Edge, TileKernel<T> UkrRowA = nullptr,
           EdgeTiles<T> EdgeRowA = nullptr>
-void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band) {
+void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band,
+             const T* bias) {
   // An MC x KC block of A fits L2; a KC x NC block of B is meant for L3 (the shapes of a training
   // step rarely need more than one). The sum over k runs in K blocks of equal length KC, at most
   // kc_max: each block after the first reads C back and writes it again, and where C is large (the
@@ -375,7 +382,11 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
   }
   if (k == 0) {  // a sum of nothing
     if (beta == T(0))
-      for (int i = 0; i < m; ++i) std::fill(c + static_cast<std::ptrdiff_t>(i) * ldc, c + static_cast<std::ptrdiff_t>(i) * ldc + n, T(0));
+      for (int i = 0; i < m; ++i) {
+        T* row = c + static_cast<std::ptrdiff_t>(i) * ldc;
+        if (bias) std::copy(bias, bias + n, row);
+        else std::fill(row, row + n, T(0));
+      }
     return;
   }
   std::vector<T>& bp = pack_buffer<T>(0);
@@ -385,6 +396,7 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
     for (int p0 = 0; p0 < k; p0 += KC) {
       const int kc = std::min(KC, k - p0);
       const bool acc = beta != T(0) || p0 > 0;
+      const T* bias_block = acc || !bias ? nullptr : bias + j0;  // the bias goes in with the first K block
       constexpr bool direct = UkrRowA != nullptr;
       // B where it lies while the rows a K block spans stay within 256 KiB (measured: from the small
       // step's 128-float rows, 196 KiB, it beats packing; from the medium step's 256-float rows,
@@ -403,6 +415,7 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
         }
         for (int jr = 0; jr < nc; jr += NR) {
           const int cols = std::min(NR, nc - jr);
+          const T* tbias = bias_block ? bias_block + jr : nullptr;
           const T* bpanel = direct_b ? b + static_cast<std::ptrdiff_t>(p0) * lb.ld + j0 + jr : bp.data() + static_cast<std::ptrdiff_t>(jr) * kc;
           for (int ir = 0; ir < mc; ir += MR) {
             const int rows = std::min(MR, mc - ir);
@@ -424,18 +437,18 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
             if constexpr (direct) {
               if (!la.trans) {
                 const T* arows = a + static_cast<std::ptrdiff_t>(first_row) * la.ld + p0 + pb;
-                if (full) UkrRowA(tk, arows, la.ld, bp_t, ldb, tile, ldc, acc);
-                else EdgeRowA(rows, tcols, tk, arows, la.ld, bp_t, ldb, tile, ldc, acc);
+                if (full) UkrRowA(tk, arows, la.ld, bp_t, ldb, tile, ldc, acc, tbias);
+                else EdgeRowA(rows, tcols, tk, arows, la.ld, bp_t, ldb, tile, ldc, acc, tbias);
               } else {
                 const T* acols = a + static_cast<std::ptrdiff_t>(p0 + pb) * la.ld + first_row;
-                if (full) Ukr(tk, acols, la.ld, bp_t, ldb, tile, ldc, acc);
-                else Edge(rows, tcols, tk, acols, la.ld, bp_t, ldb, tile, ldc, acc);
+                if (full) Ukr(tk, acols, la.ld, bp_t, ldb, tile, ldc, acc, tbias);
+                else Edge(rows, tcols, tk, acols, la.ld, bp_t, ldb, tile, ldc, acc, tbias);
               }
               continue;
             }
             const T* apanel = ap.data() + static_cast<std::ptrdiff_t>(ir) * kc + static_cast<std::ptrdiff_t>(pb) * MR;
-            if (full) Ukr(tk, apanel, MR, bp_t, ldb, tile, ldc, acc);
-            else Edge(rows, tcols, tk, apanel, MR, bp_t, ldb, tile, ldc, acc);
+            if (full) Ukr(tk, apanel, MR, bp_t, ldb, tile, ldc, acc, tbias);
+            else Edge(rows, tcols, tk, apanel, MR, bp_t, ldb, tile, ldc, acc, tbias);
           }
         }
       }
@@ -445,17 +458,17 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
 
 template <class T>
 void run_own(GemmKernel kernel, MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta,
-             Band band) {
+             Band band, const T* bias) {
   if (m == 0 || n == 0) return;
   switch (kernel) {
     case GemmKernel::Avx512:  // 12 rows x 2 vectors of 64 bytes
       return blocked<T, 12, 128 / sizeof(T), ukr_avx512<T, false>, edge_avx512<T, false>, ukr_avx512<T, true>,
-                     edge_avx512<T, true>>(la, lb, m, n, k, a, b, c, ldc, beta, band);
+                     edge_avx512<T, true>>(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
     case GemmKernel::Avx2:  // 6 rows x 2 vectors of 32 bytes
       return blocked<T, 6, 64 / sizeof(T), ukr_avx2<T, false>, edge_avx2<T, false>, ukr_avx2<T, true>, edge_avx2<T, true>>(
-          la, lb, m, n, k, a, b, c, ldc, beta, band);
+          la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
     case GemmKernel::Portable:
-      return blocked<T, 4, 8, ukr_portable<T, 4, 8>, edge_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta, band);
+      return blocked<T, 4, 8, ukr_portable<T, 4, 8>, edge_portable<T, 4, 8>>(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
     case GemmKernel::OpenBLAS:
       break;
   }
@@ -550,12 +563,12 @@ void set_gemm_kernel(GemmKernel k) {
 void reset_gemm_kernel() { g_kernel.store(-1, std::memory_order_relaxed); }
 
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const float* a, const float* b, float* c,
-              int ldc, float beta, Band band) {
-  run_own<float>(k, la, lb, m, n, kk, a, b, c, ldc, beta, band);
+              int ldc, float beta, Band band, const float* bias) {
+  run_own<float>(k, la, lb, m, n, kk, a, b, c, ldc, beta, band, bias);
 }
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const double* a, const double* b, double* c,
-              int ldc, double beta, Band band) {
-  run_own<double>(k, la, lb, m, n, kk, a, b, c, ldc, beta, band);
+              int ldc, double beta, Band band, const double* bias) {
+  run_own<double>(k, la, lb, m, n, kk, a, b, c, ldc, beta, band, bias);
 }
 
 }  // namespace ag::detail

@@ -49,10 +49,11 @@ class GemmKernelGuard {
 
 // c (m,n) = a (m,k) @ b (k,n) + beta c by ag's kernel `k` (not OpenBLAS), on the calling thread.
 // beta 0 overwrites c without reading it; beta 1 adds to it. A band (blas.h) skips the tiles and
-// the terms of the sums its caller does not need.
+// the terms of the sums its caller does not need. With beta 0 and a bias (n values), c = bias
+// (added to every row) + a @ b, as if c held the bias rows and beta were 1 (the same bits).
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const float* a, const float* b, float* c,
-              int ldc, float beta, Band band = {});
+              int ldc, float beta, Band band = {}, const float* bias = nullptr);
 void own_gemm(GemmKernel k, MatLayout la, MatLayout lb, int m, int n, int kk, const double* a, const double* b, double* c,
-              int ldc, double beta, Band band = {});
+              int ldc, double beta, Band band = {}, const double* bias = nullptr);
 
 }  // namespace ag::detail

@@ -101,16 +101,19 @@ Tensor bmm(const Tensor& a0, const Tensor& b0) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
   check_blas_dims("linear", m, n, k);
-  // out (N, out) = bias rows, then += x (N, in) @ weight^T (in, out) in the GEMM itself (beta = 1)
+  // out (N, out) = bias rows + x (N, in) @ weight^T (in, out): a bias of out values goes into the
+  // GEMM's tiles as they are written (beta = 0); another (one value) is copied into the rows first
+  // and the GEMM adds to them (beta = 1). The same sum either way.
   Tensor out = detail::make_tensor(Size{m, n}, x.dtype());
-  detail::copy_into(out, bias);
+  const bool row_bias = bias.dim() == 1 && bias.numel() == n && bias.stride(0) == 1 && m > 0 && n > 0 && k > 0;
+  if (!row_bias) detail::copy_into(out, bias);
   const Tensor a = blas_operand(x);
   const Tensor wt = blas_operand(detail::transpose_view(weight, 0, 1));  // usually a transposed view BLAS reads with a flag
   if (m > 0 && n > 0 && k > 0) {
     const auto la = *layout_of(a), lb = *layout_of(wt);
     dispatch_float(x.dtype(), "linear", [&]<typename T>() {
       detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a.data_ptr<T>(), wt.data_ptr<T>(),
-                   out.data_ptr<T>(), static_cast<int>(n), T(1));
+                   out.data_ptr<T>(), static_cast<int>(n), row_bias ? T(0) : T(1), detail::Band{}, row_bias ? bias.data_ptr<T>() : nullptr);
     });
   }
   return out;
