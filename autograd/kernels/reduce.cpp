@@ -127,7 +127,10 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
     std::vector<Acc> acc(static_cast<std::size_t>(ks.numel()), Acc(0));
     const T* p = static_cast<const T*>(t.impl()->storage->data);
     // a contiguous tensor summed over its leading dims (a bias's gradient): rows of `inner` values
-    // added in order into acc, its columns split over ag's threads (each sum in the same order)
+    // added in order into acc, its columns split over ag's threads (each sum in the same order),
+    // each thread adding into its own sums and writing them to acc once (sums next to another
+    // thread's in one cache line moved between the cores on every row: the 2-thread sum of a
+    // (4096, 256) gradient took 1.4x the 1-thread one)
     int64_t lead = 0;
     while (lead < t.dim() && m[static_cast<std::size_t>(lead)]) ++lead;
     bool rest_kept = lead > 0;
@@ -136,9 +139,17 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
       const int64_t inner = ks.numel(), rows = inner ? t.numel() / inner : 0;
       const T* base = p + t.storage_offset();
       detail::parallel_lines(inner, rows, [&](int64_t c0, int64_t c1) {
-        Acc* a = acc.data();
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = c0; c < c1; ++c) a[c] = detail::wrap_add(a[c], static_cast<Acc>(base[r * inner + c]));
+        constexpr int64_t kBlock = 512;  // columns summed at a time, their sums in L1
+        Acc mine[kBlock];
+        for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
+          const int64_t w = std::min(kBlock, c1 - b0);
+          std::fill(mine, mine + w, Acc(0));
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* row = base + r * inner + b0;
+            for (int64_t c = 0; c < w; ++c) mine[c] = detail::wrap_add(mine[c], static_cast<Acc>(row[c]));
+          }
+          std::copy(mine, mine + w, acc.begin() + b0);
+        }
       });
     } else {
       detail::walk<2>(t.shape(), {&t.strides(), &os}, {t.storage_offset(), 0}, [&](const std::array<int64_t, 2>& o) {
