@@ -75,6 +75,10 @@ bool all_finite(const T* p, MatLayout l, int64_t rows, int64_t cols) {
   decltype(bits(T())) bad = 0;
   for (int64_t a = 0; a < lines; ++a) {
     const T* line = p + a * l.ld;
+    if (a + 16 < lines) {  // the line 16 ahead asked for: the check is the first to read q, k, v or g
+      __builtin_prefetch(line + 16 * l.ld);
+      __builtin_prefetch(line + 16 * l.ld + len - 1);
+    }
     for (int64_t b = 0; b < len; ++b) bad |= (bits(line[b]) & exponent) == exponent;
   }
   return bad == 0;
@@ -502,13 +506,12 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
     const Tensor& dk_or_k = gk ? dk : k;
     const Tensor& dv_or_v = gv ? dv : v;
     struct Scratch {
-      std::vector<T> dw, ds, tril, y;
+      std::vector<T> dw, tril, y;  // (ds = the softmax's backward of dw, in place: two matrices in cache, not three)
     };
     const bool recompute = !y.defined();
     for_each_matrix<7>(batch, {&g, &q, &k, &v, &dq_or_q, &dk_or_k, &dv_or_v}, 2.0 * tq * tk * (e + ev),
                        [&] {
-                         return Scratch{scratch_matrix<T>(tq, tk), scratch_matrix<T>(tq, tk), {},
-                                        recompute ? scratch_matrix<T>(tq, tk) : std::vector<T>()};
+                         return Scratch{scratch_matrix<T>(tq, tk), {}, recompute ? scratch_matrix<T>(tq, tk) : std::vector<T>()};
                        },
                        [&](const std::array<int64_t, 7>& o, int64_t index, Scratch& s) {
       const T* pg = base<T>(g) + o[0];
@@ -519,8 +522,8 @@ Grads causal_attention_backward(const Tensor& g0, const Tensor& y, const Tensor&
                              nullptr, st);
       if (gq || gk) {
         tril_matmul_dw_matrix<T>(pg, lg, base<T>(v) + o[3], lv, s.dw.data(), tq, tk, ev);
-        causal_softmax_backward_rows(s.dw.data(), py, s.ds.data(), tq, tq, tk, static_cast<T>(divisor), true);
-        qk_grads_matrix<T>(s.ds.data(), base<T>(q) + o[1], lq, base<T>(k) + o[2], lk, gq ? out_row<T>(dq, o[4], 0) : nullptr,
+        causal_softmax_backward_rows(s.dw.data(), py, s.dw.data(), tq, tq, tk, static_cast<T>(divisor), true);
+        qk_grads_matrix<T>(s.dw.data(), base<T>(q) + o[1], lq, base<T>(k) + o[2], lk, gq ? out_row<T>(dq, o[4], 0) : nullptr,
                            gq ? ldc_of(dq) : 0, gk ? out_row<T>(dk, o[5], 0) : nullptr, gk ? ldc_of(dk) : 0, tq, tk, e);
       }
       if (gv) {  // the recomputed weights are +0 above the diagonal unless a row is NaN: its stats say (a
