@@ -28,7 +28,7 @@ Tensor causal_softmax_backward(const Tensor& g, const Tensor& y, int64_t tq, int
 
 // The row kernels of causal_softmax, for the fused attention ops: `rows` rows of length n, row r
 // being query r % tq; y = softmax(masked(x) / divisor) (y may be x), and its backward dx from the
-// output gradient g and y. With `stats` (else null), row r's shift and 1 / sum go to stats[2r]
+// output gradient g and y (dx may be g). With `stats` (else null), row r's shift and 1 / sum go to stats[2r]
 // and stats[2r + 1] (NaN for a row with a NaN); causal_softmax_rows_again gives the same y from
 // x and those in one pass.
 void causal_softmax_rows(const float* x, float* y, int64_t rows, int64_t tq, int64_t n, float divisor, float* stats);
