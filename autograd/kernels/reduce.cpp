@@ -135,7 +135,7 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
     while (lead < t.dim() && m[static_cast<std::size_t>(lead)]) ++lead;
     bool rest_kept = lead > 0;
     for (int64_t d = lead; d < t.dim(); ++d) rest_kept = rest_kept && !m[static_cast<std::size_t>(d)];
-    if (rest_kept && t.is_contiguous() && t.numel() >= detail::kMinParallelElements) {
+    if (rest_kept && t.is_contiguous() && t.numel() >= 4096) {
       const int64_t inner = ks.numel(), rows = inner ? t.numel() / inner : 0;
       const T* base = p + t.storage_offset();
       detail::parallel_lines(inner, rows, [&](int64_t c0, int64_t c1) {
