@@ -111,7 +111,8 @@ thread_local int64_t g_thread_storage_bytes = 0;
 
 // A block of `bytes` (a multiple of 64) from the C library. From 4 MiB on it starts on a 2 MiB
 // boundary, spans whole 2 MiB pages and asks the kernel for transparent huge pages
-// (madvise(MADV_HUGEPAGE), which Debian's default "madvise" mode of THP waits for). A GEMM that
+// (madvise(MADV_HUGEPAGE): the kernel's "madvise" mode of THP, this machine's, grants them only
+// so; its "always" mode anyway, "never" not at all). A GEMM that
 // reads a large operand down its columns (a weight gradient g^T @ x reads a new row of g, a new
 // 4 KiB page, for every term of its sums) otherwise misses the TLB on most of its loads: the
 // medium training step ran 3-5% faster with them (docs/performance.md). Where the kernel grants

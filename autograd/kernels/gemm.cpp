@@ -149,7 +149,8 @@ void pack_b(const T* b, MatLayout lb, int n, int j0, int nc, int p0, int kc, T* 
 
 // Portable: plain loops the compiler vectorizes for whatever the build targets.
 template <class T, int MR, int NR>
-void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, int /*ldb: packed*/, T* c, int ldc, bool acc, const T* bias) {
+void ukr_portable(int kc, const T* a, int /*lda: packed*/, const T* b, int /*ldb: packed*/,
+                  T* c, int ldc, bool acc, const T* bias) {
   T t[MR][NR] = {};
   for (int p = 0; p < kc; ++p)
     for (int r = 0; r < MR; ++r)
@@ -197,7 +198,8 @@ AG_AVX512 void v512_mask_store(double* p, unsigned m, __m512d v) { _mm512_mask_s
 
 // AVX2 + FMA: 6 rows x 2 vectors (16 floats or 8 doubles), 12 accumulators of the 16 registers.
 template <class T, bool RowA>
-__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+__attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, const T* b, int ldb,
+                                                  T* c, int ldc, bool acc, const T* bias) {
   constexpr int MR = 6, W = 32 / sizeof(T);
   decltype(v256_set1(T())) t[MR][2];
 #pragma GCC unroll 6
@@ -232,7 +234,8 @@ __attribute__((target("avx2,fma"))) void ukr_avx2(int kc, const T* a, int lda, c
 // of at most one vector's columns (NV = 1) computes one vector per row, half the work. The sums
 // are the full kernel's, in its order, so an edge element has the bits a full tile would give.
 template <class T, int R, bool RowA, int NV = 2>
-__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
+__attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int lda, const T* b, int ldb,
+                                                       T* c, int ldc, bool acc, const T* bias,
                                                       int cols) {
   constexpr int W = 32 / sizeof(T);
   const __m256i m[2] = {v256_lanes_below(cols, T()), v256_lanes_below(cols - W, T())};
@@ -264,7 +267,8 @@ __attribute__((target("avx2,fma"))) void ukr_avx2_edge(int kc, const T* a, int l
 // A is read where it lies: RowA, element (r, p) of the tile at a[r * lda + p] (a row-major A);
 // else at a[p * lda + r] (a column-major A, or a packed panel with lda = MR).
 template <class T, int R, bool RowA, int NV = 2>
-__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
+__attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int lda, const T* b, int ldb,
+                                                        T* c, int ldc, bool acc, const T* bias,
                                                         int cols) {
   constexpr int W = 64 / sizeof(T);
   const unsigned m[2] = {v512_lanes_below(cols, W), v512_lanes_below(cols - W, W)};
@@ -297,13 +301,15 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
 // a full tile is the edge kernel with every row and column (a store under a full mask costs as a
 // plain one).
 template <class T, bool RowA>
-__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+__attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, int ldb,
+                                                   T* c, int ldc, bool acc, const T* bias) {
   ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, ldb, c, ldc, acc, bias, 128 / sizeof(T));
 }
 
 // Portable: the whole tile into a scratch tile, then its valid part.
 template <class T, int MR, int NR>
-void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb,
+                   T* c, int ldc, bool acc, const T* bias) {
   T edge[MR * NR];
   ukr_portable<T, MR, NR>(kc, a, lda, b, ldb, edge, NR, false, nullptr);
   for (int r = 0; r < rows; ++r)
@@ -316,27 +322,32 @@ void edge_portable(int rows, int cols, int kc, const T* a, int lda, const T* b, 
 // An edge tile of `rows` rows: the kernel compiled for that many, and for one vector of columns
 // where its columns fit in one.
 template <class T>
-using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias, int cols);
+using EdgeKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb,
+                         T* c, int ldc, bool acc, const T* bias, int cols);
 template <class T, bool RowA, std::size_t... R>
-void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
+void edge_avx2_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb,
+                    T* c, int ldc, bool acc, const T* bias,
                     std::index_sequence<R...>) {
   static constexpr EdgeKernel<T> fns[2][sizeof...(R)] = {{ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA, 1>...},
                                                           {ukr_avx2_edge<T, static_cast<int>(R) + 1, RowA, 2>...}};
   fns[cols > static_cast<int>(32 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, bias, cols);
 }
 template <class T, bool RowA>
-void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+void edge_avx2(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb,
+               T* c, int ldc, bool acc, const T* bias) {
   edge_avx2_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, bias, std::make_index_sequence<6>{});
 }
 template <class T, bool RowA, std::size_t... R>
-void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias,
+void edge_avx512_rows(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb,
+                      T* c, int ldc, bool acc, const T* bias,
                       std::index_sequence<R...>) {
   static constexpr EdgeKernel<T> fns[2][sizeof...(R)] = {{ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA, 1>...},
                                                           {ukr_avx512_edge<T, static_cast<int>(R) + 1, RowA, 2>...}};
   fns[cols > static_cast<int>(64 / sizeof(T))][rows - 1](kc, a, lda, b, ldb, c, ldc, acc, bias, cols);
 }
 template <class T, bool RowA>
-void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias) {
+void edge_avx512(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb,
+                 T* c, int ldc, bool acc, const T* bias) {
   edge_avx512_rows<T, RowA>(rows, cols, kc, a, lda, b, ldb, c, ldc, acc, bias, std::make_index_sequence<12>{});
 }
 
@@ -352,7 +363,8 @@ std::vector<T>& pack_buffer(int which) {
 template <class T>
 using TileKernel = void (*)(int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias);
 template <class T>
-using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb, T* c, int ldc, bool acc, const T* bias);
+using EdgeTiles = void (*)(int rows, int cols, int kc, const T* a, int lda, const T* b, int ldb,
+                        T* c, int ldc, bool acc, const T* bias);
 
 // Ukr and Edge read A from packed panels (element (r, p) at a[p * MR + r]). Where an instruction
 // set has them, UkrRowA and EdgeRowA read a row-major A where it lies, and Ukr and Edge a

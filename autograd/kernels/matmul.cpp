@@ -113,7 +113,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const auto la = *layout_of(a), lb = *layout_of(wt);
     dispatch_float(x.dtype(), "linear", [&]<typename T>() {
       detail::gemm(la, lb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a.data_ptr<T>(), wt.data_ptr<T>(),
-                   out.data_ptr<T>(), static_cast<int>(n), row_bias ? T(0) : T(1), detail::Band{}, row_bias ? bias.data_ptr<T>() : nullptr);
+                   out.data_ptr<T>(), static_cast<int>(n), row_bias ? T(0) : T(1), detail::Band{},
+                   row_bias ? bias.data_ptr<T>() : nullptr);
     });
   }
   return out;

@@ -128,9 +128,10 @@ Tensor sum(const Tensor& t, const DimVector& m, const Size& ks) {
     const T* p = static_cast<const T*>(t.impl()->storage->data);
     // a contiguous tensor summed over its leading dims (a bias's gradient): rows of `inner` values
     // added in order into acc, its columns split over ag's threads (each sum in the same order),
-    // each thread adding into its own sums and writing them to acc once (sums next to another
-    // thread's in one cache line moved between the cores on every row: the 2-thread sum of a
-    // (4096, 256) gradient took 1.4x the 1-thread one)
+    // each thread adding into its own block of sums and writing them to acc once (sums next to
+    // another thread's in one cache line moved between the cores on every row: the 2-thread sum
+    // of a (4096, 256) gradient took twice the 1-thread one's time); from 4096 elements (below,
+    // the walk does the same additions)
     int64_t lead = 0;
     while (lead < t.dim() && m[static_cast<std::size_t>(lead)]) ++lead;
     bool rest_kept = lead > 0;
