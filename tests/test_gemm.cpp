@@ -139,7 +139,7 @@ void check_non_finite(GemmKernel kernel) {
 // promises), and no entry outside c's matrix is written. Through detail::gemm as well, on 3 of
 // ag's threads, where a split GEMM shifts the band to each slab (rows when m >= n, else columns).
 template <class T>
-void check_bands(GemmKernel kernel, bool through_gemm) {
+void check_bands(GemmKernel kernel, bool through_gemm, int threads = 3) {
   std::mt19937_64 rng(31);
   int checked = 0;
   // (through detail::gemm: shapes large enough to be split, by rows and by columns)
@@ -162,10 +162,10 @@ void check_bands(GemmKernel kernel, bool through_gemm) {
             std::vector<T> c0(static_cast<std::size_t>(m) * ldc, T(0.25));
             const std::vector<T> full = run(kernel, a, b, c0, m, n, k, ldc, beta);
             std::vector<T> banded = c0;
-            if (through_gemm) {  // split into slabs of rows or columns, each its own GEMM with the band shifted
+            if (through_gemm) {  // split into blocks of rows and columns, each its own GEMM with the band shifted
               detail::GemmKernelGuard guard(kernel);
               const int before = get_num_threads();
-              set_num_threads(3);
+              set_num_threads(threads);
               detail::gemm(a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), banded.data(), ldc, beta, band);
               set_num_threads(before);
             } else {
@@ -206,6 +206,7 @@ TEST(Gemm, BandsSkipWorkButNoNeededValueChanges) {
     check_bands<float>(k, false);
     check_bands<double>(k, false);
     check_bands<float>(k, true);
+    check_bands<float>(k, true, 16);  // (a grid of row and column blocks: 8 x 2 for 300 x 200)
   });
 }
 
@@ -226,40 +227,42 @@ TEST(Gemm, OpenBLASTheOtherReferenceMatchesTheTextbookSumToo) {
 // A bias row added by the GEMM as it writes its tiles (beta 0, c never read) gives the bits of c
 // holding the bias rows with beta 1 (what linear did before, and does for OpenBLAS): every kernel,
 // both dtypes, sizes around the tiles, transposes, sums of more than one K block, and through
-// detail::gemm split over 2 threads by rows and by columns (the bias then starts at the slab's
-// first column).
+// detail::gemm split over 2 threads by rows and by columns, and over 16 in a grid of both (the
+// bias then starts at the block's first column).
 template <class T>
 void check_bias(GemmKernel kernel) {
   std::mt19937_64 rng(31);
   int checked = 0;
+  auto check = [&](int m, int n, int k, int threads) {
+    const bool ta = (m + k) % 2 == 1, tb = (n + k) % 3 == 0;
+    const Operand<T> a = operand<T>(m, k, ta, 1, rng), b = operand<T>(k, n, tb, 2, rng);
+    const int ldc = n + 3;
+    const Operand<T> bias_row = operand<T>(1, n, false, 0, rng);
+    std::vector<T> rows(static_cast<std::size_t>(m) * ldc, T(-7)), fused(rows.size(), std::numeric_limits<T>::quiet_NaN());
+    for (int i = 0; i < m; ++i) std::copy(bias_row.data.begin(), bias_row.data.end(), rows.begin() + i * ldc);
+    for (int i = 0; i < m; ++i) std::fill(fused.begin() + i * ldc + n, fused.begin() + (i + 1) * ldc, T(-7));
+    std::vector<T> through = fused;
+    detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), rows.data(), ldc, T(1));
+    detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), fused.data(), ldc, T(0), {},
+                     bias_row.data.data());
+    {
+      detail::GemmKernelGuard g(kernel);
+      const int before = get_num_threads();
+      set_num_threads(threads);
+      detail::gemm(a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), through.data(), ldc, T(0), {}, bias_row.data.data());
+      set_num_threads(before);
+    }
+    EXPECT_EQ(std::memcmp(rows.data(), fused.data(), rows.size() * sizeof(T)), 0)
+        << gemm_kernel_name(kernel) << " " << m << " x " << n << " x " << k << " trans " << ta << tb;
+    EXPECT_EQ(std::memcmp(rows.data(), through.data(), rows.size() * sizeof(T)), 0)
+        << gemm_kernel_name(kernel) << " through gemm on " << threads << " threads, " << m << " x " << n << " x " << k;
+    ++checked;
+  };
   for (int m : {1, 7, 13, 65, 200})
     for (int n : {1, 17, 33, 300})
-      for (int k : {0, 5, 385, 800}) {
-        const bool ta = (m + k) % 2 == 1, tb = (n + k) % 3 == 0;
-        const Operand<T> a = operand<T>(m, k, ta, 1, rng), b = operand<T>(k, n, tb, 2, rng);
-        const int ldc = n + 3;
-        const Operand<T> bias_row = operand<T>(1, n, false, 0, rng);
-        std::vector<T> rows(static_cast<std::size_t>(m) * ldc, T(-7)), fused(rows.size(), std::numeric_limits<T>::quiet_NaN());
-        for (int i = 0; i < m; ++i) std::copy(bias_row.data.begin(), bias_row.data.end(), rows.begin() + i * ldc);
-        for (int i = 0; i < m; ++i) std::fill(fused.begin() + i * ldc + n, fused.begin() + (i + 1) * ldc, T(-7));
-        std::vector<T> through = fused;
-        detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), rows.data(), ldc, T(1));
-        detail::own_gemm(kernel, a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), fused.data(), ldc, T(0), {},
-                         bias_row.data.data());
-        {
-          detail::GemmKernelGuard g(kernel);
-          const int before = get_num_threads();
-          set_num_threads(2);
-          detail::gemm(a.layout, b.layout, m, n, k, a.data.data(), b.data.data(), through.data(), ldc, T(0), {}, bias_row.data.data());
-          set_num_threads(before);
-        }
-        EXPECT_EQ(std::memcmp(rows.data(), fused.data(), rows.size() * sizeof(T)), 0)
-            << gemm_kernel_name(kernel) << " " << m << " x " << n << " x " << k << " trans " << ta << tb;
-        EXPECT_EQ(std::memcmp(rows.data(), through.data(), rows.size() * sizeof(T)), 0)
-            << gemm_kernel_name(kernel) << " through gemm on 2 threads, " << m << " x " << n << " x " << k;
-        ++checked;
-      }
-  EXPECT_EQ(checked, 5 * 4 * 4);
+      for (int k : {0, 5, 385, 800}) check(m, n, k, 2);
+  check(700, 300, 800, 16);  // 4 x 4 blocks of about 176 x 80
+  EXPECT_EQ(checked, 5 * 4 * 4 + 1);
   EXPECT_THROW(detail::gemm(MatLayout{false, 1}, MatLayout{false, 1}, 1, 1, 1, std::vector<T>{1}.data(), std::vector<T>{1}.data(),
                             std::vector<T>{1}.data(), 1, T(1), {}, std::vector<T>{1}.data()),
                std::logic_error);

@@ -65,15 +65,18 @@ TEST(Threads, GemmsSplitOverThreadsAgreeWithOneThread) {
     }
   }
   // addmm's beta = 1 (the bias in the GEMM's output), forward and backward
-  const Tensor x = randn({1100, 128}), w = randn({192, 128}), bias = randn({192}), up = randn({1100, 192});
+  const Tensor x = randn({2048, 256}), w = randn({512, 256}), bias = randn({512}), up = randn({2048, 512});
   auto step = [&] {
     Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_(), bl = bias.detach().requires_grad_();
     Tensor y = linear(xl, wl, bl);
     (y * up).sum().backward();
     return std::vector<Tensor>{y, xl.grad(), wl.grad(), bl.grad()};
   };
-  const std::vector<Tensor> one = with_threads(1, step), two = with_threads(2, step);
-  for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(mismatches<float>(one[i], two[i]), 0) << "linear result " << i;
+  const std::vector<Tensor> one = with_threads(1, step);
+  for (int threads : {2, 16}) {  // 16: a grid of 2 x 8 blocks of the 2048 x 512 output (the bias in its tiles)
+    const std::vector<Tensor> many = with_threads(threads, step);
+    for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(mismatches<float>(one[i], many[i]), 0) << "linear result " << i << ", " << threads;
+  }
 }
 
 TEST(Threads, ParallelForCoversEveryIndexOnceAndRethrows) {

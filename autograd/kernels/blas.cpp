@@ -70,35 +70,51 @@ const T* col_at(const T* p, MatLayout l, int j) {
   return p + (l.trans ? static_cast<std::ptrdiff_t>(j) * l.ld : static_cast<std::ptrdiff_t>(j));
 }
 
-// C's columns split over ag's threads where ag's kernels run and there are at least 64 per thread
-// (they read A where it lies and pack B: a slab of columns packs its part of B, a slab of rows all
-// of it, each thread the same; the medium step on 2 threads ran about 3% faster), else (OpenBLAS)
-// C's rows when m >= n and its columns otherwise; in slabs of at least
-// kMinParallelFlops of work (smaller GEMMs, and GEMMs called inside another parallel loop, stay on
-// the calling thread), slab edges on multiples of 16 rows or columns (OpenBLAS's kernels work in
-// such tiles). OpenBLAS may pick other kernels for a slab than for the whole (its small-matrix
-// ones, its K blocking), so the last bits can depend on the thread count, as with OpenBLAS's own
-// threads.
-// (A band's offset is relative to the slab: a slab from row i0 sees row i as i - i0, one from
-// column j0 sees column j as j - j0.)
+// C split over ag's threads in a grid of blocks, of at least kMinParallelFlops of work each
+// (smaller GEMMs, and GEMMs called inside another parallel loop, stay on the calling thread),
+// block edges on multiples of 16 rows or columns (OpenBLAS's kernels work in such tiles):
+// - ag's kernels read A where it lies and pack B, so columns go first: as many slabs of at least
+//   64 columns as divide the thread count (each thread packs only its part of B; on 2 threads the
+//   medium step ran about 3% faster than with row slabs), the threads left over splitting the rows
+//   (at 16 threads the medium step's weight gradients, 768 x 256, become 4 x 4 blocks of 192 x
+//   64, each packing a quarter of B where row slabs packed all of it 16 times);
+// - OpenBLAS gets slabs of C's rows when m >= n, else of its columns. It may pick other kernels
+//   for a slab than for the whole (its small-matrix ones, its K blocking), so its last bits can
+//   depend on the thread count, as with OpenBLAS's own threads; ag's kernels give the same bits for
+//   any grid.
+// (A band's offset is relative to the block: a block from row i0 and column j0 sees row i as
+// i - i0 and column j as j - j0.)
 template <class T>
 void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band,
                 const T* bias) {
   const double flops = 2.0 * m * n * k;
-  const bool by_rows = gemm_kernel() == GemmKernel::OpenBLAS ? m >= n : n < 64 * get_num_threads();
-  const int64_t len = by_rows ? m : n, tiles = (len + 15) / 16;
-  const int64_t parts = std::min<int64_t>({get_num_threads(), tiles, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinParallelFlops))});
-  if (parts <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
-  parallel_for(parts, kMinParallelFlops, [&](int64_t p0, int64_t p1) {
-    const int i0 = static_cast<int>(std::min(len, tiles * p0 / parts * 16)), i1 = static_cast<int>(std::min(len, tiles * p1 / parts * 16));
-    if (i0 == i1) return;
-    Band slab = band;
-    if (by_rows) {
-      slab.offset += i0;
-      blas(la, lb, i1 - i0, n, k, row_at(a, la, i0), b, c + static_cast<std::ptrdiff_t>(i0) * ldc, ldc, beta, slab, bias);
-    } else {
-      if (band.kind == Band::LowerC) slab.offset -= i0;
-      blas(la, lb, m, i1 - i0, k, a, col_at(b, lb, i0), c + i0, ldc, beta, slab, bias ? bias + i0 : nullptr);
+  const int64_t most = std::min<int64_t>(get_num_threads(), std::max<int64_t>(1, static_cast<int64_t>(flops / kMinParallelFlops)));
+  if (most <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
+  const int64_t row_tiles = (m + 15) / 16, col_tiles = (n + 15) / 16;
+  int64_t col_parts = 1, row_parts = 1;
+  if (gemm_kernel() != GemmKernel::OpenBLAS) {
+    for (int64_t d = std::min<int64_t>(most, n / 64); d > 1 && col_parts == 1; --d)
+      if (most % d == 0) col_parts = d;
+    row_parts = std::min(most / col_parts, row_tiles);
+  } else if (n > m) {
+    col_parts = std::min(most, col_tiles);
+  } else {
+    row_parts = std::min(most, row_tiles);
+  }
+  const int64_t blocks = row_parts * col_parts;
+  if (blocks <= 1) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
+  parallel_for(blocks, kMinParallelFlops, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t bi = q / col_parts, bj = q % col_parts;
+      const int i0 = static_cast<int>(std::min<int64_t>(m, row_tiles * bi / row_parts * 16));
+      const int i1 = static_cast<int>(std::min<int64_t>(m, row_tiles * (bi + 1) / row_parts * 16));
+      const int j0 = static_cast<int>(std::min<int64_t>(n, col_tiles * bj / col_parts * 16));
+      const int j1 = static_cast<int>(std::min<int64_t>(n, col_tiles * (bj + 1) / col_parts * 16));
+      if (i0 == i1 || j0 == j1) continue;
+      Band block = band;
+      block.offset += i0 - (band.kind == Band::LowerC ? j0 : 0);
+      blas(la, lb, i1 - i0, j1 - j0, k, row_at(a, la, i0), col_at(b, lb, j0), c + static_cast<std::ptrdiff_t>(i0) * ldc + j0, ldc,
+           beta, block, bias ? bias + j0 : nullptr);
     }
   });
 }
