@@ -87,6 +87,7 @@ const T* col_at(const T* p, MatLayout l, int j) {
 template <class T>
 void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const T* b, T* c, int ldc, T beta, Band band,
                 const T* bias) {
+  if (bias && beta != T(0)) throw std::logic_error("[gemm] a bias is added with beta = 0 only");
   const double flops = 2.0 * m * n * k;
   const int64_t most = std::min<int64_t>(get_num_threads(), std::max<int64_t>(1, static_cast<int64_t>(flops / kMinParallelFlops)));
   if (most <= 1 || in_parallel_region()) return blas(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
@@ -124,14 +125,12 @@ void split_gemm(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, con
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const float* a, const float* b, float* c, int ldc, float beta,
           Band band, const float* bias) {
   if (m == 0 || n == 0) return;
-  if (bias && beta != 0.0f) throw std::logic_error("[gemm] a bias is added with beta = 0 only");
   split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
 }
 
 void gemm(MatLayout la, MatLayout lb, int m, int n, int k, const double* a, const double* b, double* c, int ldc,
           double beta, Band band, const double* bias) {
   if (m == 0 || n == 0) return;
-  if (bias && beta != 0.0) throw std::logic_error("[gemm] a bias is added with beta = 0 only");
   split_gemm(la, lb, m, n, k, a, b, c, ldc, beta, band, bias);
 }
 

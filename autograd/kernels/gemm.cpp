@@ -383,7 +383,8 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
   // L1. Measured on the medium step's GEMMs (ops_bench, BM_Gemm<float>/11..19): a row-major A,
   // read where it lies, runs best with one block up to k = 768 (g @ W for k = 512 and 768: 84% of
   // the peak in blocks of 384, 94% in one); a column-major A (the weight gradients g^T @ x, k =
-  // 4096) with blocks of about 384 (512 and 768: 72-80%, 192: 74%).
+  // 4096) keeps blocks of about 384 (on 4 KiB pages 192, 512 and 768 gave 72-80% against 83-86%;
+  // on the huge pages of storage.cpp all within noise of each other).
   constexpr int MC = MR * (sizeof(T) == 4 ? 16 : 12), NC = NR * 128;
   const int kc_max = sizeof(T) == 4 ? (la.trans ? 384 : 768) : 256;
   const int k_blocks = std::max((k + kc_max - 1) / kc_max, 1), KC = (k + k_blocks - 1) / k_blocks;
