@@ -187,6 +187,10 @@ AG_AVX512 __m512d v512_set1(double x) { return _mm512_set1_pd(x); }
 AG_AVX512 __m512 v512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 AG_AVX512 __m512d v512_fma(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
 AG_AVX512 __m512 v512_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+AG_AVX512 __m512 v512_load(const float* p) { return _mm512_loadu_ps(p); }
+AG_AVX512 __m512d v512_load(const double* p) { return _mm512_loadu_pd(p); }
+AG_AVX512 void v512_store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+AG_AVX512 void v512_store(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
 AG_AVX512 __m512d v512_add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
 // the lanes below `cols` (of 16 floats or 8 doubles) as a mask register, for edge tiles
 AG_AVX512 unsigned v512_lanes_below(int cols, int width) { return cols <= 0 ? 0u : cols >= width ? (1u << width) - 1 : (1u << cols) - 1; }
@@ -276,15 +280,21 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) t[r][v] = v512_set1(T(0));
+  // A's rows as in ukr_avx512 below: through two pointers and the offsets 1-5 rows on
+  const std::ptrdiff_t ld = lda, off[6] = {0, ld, 2 * ld, 3 * ld, 4 * ld, 5 * ld};
+  const T* a0 = a;
+  const T* a6 = RowA && R > 6 ? a + 6 * ld : a;
   for (int p = 0; p < kc; ++p) {
     const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;  // B where it lies: nothing past its columns is read
     decltype(v512_set1(T())) bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = v512_maskz_load(m[v], bp + v * W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-      const auto x = v512_set1(RowA ? a[static_cast<std::ptrdiff_t>(r) * lda + p] : a[static_cast<std::ptrdiff_t>(p) * lda + r]);
+      const auto x = v512_set1(RowA ? (r < 6 ? a0[off[r]] : a6[off[r - 6]]) : a0[r]);
       for (int v = 0; v < NV; ++v) t[r][v] = v512_fma(x, bv[v], t[r][v]);
     }
+    if constexpr (RowA) ++a0, ++a6;
+    else a0 += ld;
   }
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
@@ -297,13 +307,47 @@ __attribute__((target("avx512f"))) void ukr_avx512_edge(int kc, const T* a, int 
   }
 }
 
-// AVX-512F: 12 rows x 2 vectors (32 floats or 16 doubles), 24 of the 32 registers accumulating;
-// a full tile is the edge kernel with every row and column (a store under a full mask costs as a
-// plain one).
+// AVX-512F: 12 rows x 2 vectors (32 floats or 16 doubles), 24 of the 32 registers accumulating:
+// the edge kernel's sums in its order, with plain loads of B. A row-major A's 12 rows are read
+// through two pointers, rows 0-5 and 6-11, and the offsets 1-5 rows on (otherwise the compiler
+// keeps an offset per row and runs out of registers, reloading some from the stack every step).
 template <class T, bool RowA>
 __attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, const T* b, int ldb,
                                                    T* c, int ldc, bool acc, const T* bias) {
-  ukr_avx512_edge<T, 12, RowA>(kc, a, lda, b, ldb, c, ldc, acc, bias, 128 / sizeof(T));
+  constexpr int W = 64 / sizeof(T);
+  decltype(v512_set1(T())) t[12][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < 12; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
+  const std::ptrdiff_t ld = lda, o2 = 2 * ld, o3 = 3 * ld, o4 = 4 * ld, o5 = 5 * ld;
+  const T* a0 = a;
+  const T* a6 = RowA ? a + 6 * ld : a;
+  for (int p = 0; p < kc; ++p) {
+    const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;
+    const auto b0 = v512_load(bp), b1 = v512_load(bp + W);
+    // row r of the tile at a0 + off[r] (rows 0-5) or a6 + off[r - 6]; A's values broadcast from memory
+    const std::ptrdiff_t off[6] = {0, ld, o2, o3, o4, o5};
+#pragma GCC unroll 12
+    for (int r = 0; r < 12; ++r) {
+      const auto xv = v512_set1(RowA ? (r < 6 ? a0[off[r]] : a6[off[r - 6]]) : a0[r]);
+      t[r][0] = v512_fma(xv, b0, t[r][0]);
+      t[r][1] = v512_fma(xv, b1, t[r][1]);
+    }
+    if constexpr (RowA) ++a0, ++a6;
+    else a0 += ld;
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < 12; ++r) {
+    T* row = c + static_cast<std::ptrdiff_t>(r) * ldc;
+    if (acc) {
+      t[r][0] = v512_add(v512_load(row), t[r][0]);
+      t[r][1] = v512_add(v512_load(row + W), t[r][1]);
+    } else if (bias) {
+      t[r][0] = v512_add(v512_load(bias), t[r][0]);
+      t[r][1] = v512_add(v512_load(bias + W), t[r][1]);
+    }
+    v512_store(row, t[r][0]);
+    v512_store(row + W, t[r][1]);
+  }
 }
 
 // Portable: the whole tile into a scratch tile, then its valid part.
@@ -414,7 +458,7 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
       // B where it lies while the rows a K block spans stay within 256 KiB (measured: from the small
       // step's 128-float rows, 196 KiB, it beats packing; from the medium step's 256-float rows,
       // 393 KiB, packing wins by a tenth, each panel then touching an eighth of every page)
-      const bool direct_b = direct && !lb.trans && static_cast<std::size_t>(kc) * lb.ld * sizeof(T) <= 256 * 1024;
+      const bool direct_b = direct && !lb.trans && (static_cast<std::size_t>(kc) * lb.ld * sizeof(T) <= 256 * 1024 || (getenv("NARROWB") && n <= NR));
       if (!direct_b) {
         if (bp.size() < static_cast<std::size_t>(nc_pad) * kc) bp.resize(static_cast<std::size_t>(nc_pad) * kc);
         pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());

@@ -429,7 +429,15 @@ AG_ROWS512 void causal_row_exp(CausalRow& w, int64_t nb) {
   w.shift = std::isinf(mx) ? 0.0f : mx;
   const __m512 shift = _mm512_set1_ps(w.shift);
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t j = 0; j < w.m; j += 16) {
+  int64_t j = 0;
+  for (; j + 32 <= w.m; j += 32) {  // two vectors at a time: two independent exp chains for the scheduler
+    const __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(w.y + j), shift));
+    const __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(w.y + j + 16), shift));
+    _mm512_storeu_ps(w.y + j, e0);
+    _mm512_storeu_ps(w.y + j + 16, e1);
+    acc = add_to_lanes(add_to_lanes(acc, e0, j, nb), e1, j + 16, nb);
+  }
+  for (; j < w.m; j += 16) {
     const __mmask16 k = lanes16(w.m - j);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, w.y + j), shift));
     _mm512_mask_storeu_ps(w.y + j, k, e);
@@ -496,7 +504,14 @@ AG_ROWS512 void causal_row_again(const float* xr, float* yr, int64_t m, int64_t 
     return;
   }
   const __m512 sh = _mm512_set1_ps(shift), inv16 = _mm512_set1_ps(inv);
-  for (int64_t j = 0; j < m; j += 16) {
+  int64_t j = 0;
+  for (; j + 32 <= m; j += 32) {  // two vectors at a time: two independent exp chains for the scheduler
+    const __m512 e0 = exp16(_mm512_sub_ps(_mm512_div_ps(_mm512_loadu_ps(xr + j), d), sh));
+    const __m512 e1 = exp16(_mm512_sub_ps(_mm512_div_ps(_mm512_loadu_ps(xr + j + 16), d), sh));
+    _mm512_storeu_ps(yr + j, _mm512_mul_ps(e0, inv16));
+    _mm512_storeu_ps(yr + j + 16, _mm512_mul_ps(e1, inv16));
+  }
+  for (; j < m; j += 16) {
     const __mmask16 k = lanes16(m - j);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(k, xr + j), d), sh));
     _mm512_mask_storeu_ps(yr + j, k, _mm512_mul_ps(e, inv16));
