@@ -458,7 +458,7 @@ void blocked(MatLayout la, MatLayout lb, int m, int n, int k, const T* a, const 
       // B where it lies while the rows a K block spans stay within 256 KiB (measured: from the small
       // step's 128-float rows, 196 KiB, it beats packing; from the medium step's 256-float rows,
       // 393 KiB, packing wins by a tenth, each panel then touching an eighth of every page)
-      const bool direct_b = direct && !lb.trans && (static_cast<std::size_t>(kc) * lb.ld * sizeof(T) <= 256 * 1024 || (getenv("NARROWB") && n <= NR));
+      const bool direct_b = direct && !lb.trans && static_cast<std::size_t>(kc) * lb.ld * sizeof(T) <= 256 * 1024;
       if (!direct_b) {
         if (bp.size() < static_cast<std::size_t>(nc_pad) * kc) bp.resize(static_cast<std::size_t>(nc_pad) * kc);
         pack_b<T, NR>(b, lb, n, j0, nc, p0, kc, bp.data());
