@@ -187,11 +187,11 @@ AG_AVX512 __m512d v512_set1(double x) { return _mm512_set1_pd(x); }
 AG_AVX512 __m512 v512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 AG_AVX512 __m512d v512_fma(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
 AG_AVX512 __m512 v512_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+AG_AVX512 __m512d v512_add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
 AG_AVX512 __m512 v512_load(const float* p) { return _mm512_loadu_ps(p); }
 AG_AVX512 __m512d v512_load(const double* p) { return _mm512_loadu_pd(p); }
 AG_AVX512 void v512_store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 AG_AVX512 void v512_store(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
-AG_AVX512 __m512d v512_add(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
 // the lanes below `cols` (of 16 floats or 8 doubles) as a mask register, for edge tiles
 AG_AVX512 unsigned v512_lanes_below(int cols, int width) { return cols <= 0 ? 0u : cols >= width ? (1u << width) - 1 : (1u << cols) - 1; }
 AG_AVX512 __m512 v512_maskz_load(unsigned m, const float* p) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p); }
@@ -324,8 +324,7 @@ __attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, 
   for (int p = 0; p < kc; ++p) {
     const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;
     const auto b0 = v512_load(bp), b1 = v512_load(bp + W);
-    // row r of the tile at a0 + off[r] (rows 0-5) or a6 + off[r - 6]; A's values broadcast from memory
-    const std::ptrdiff_t off[6] = {0, ld, o2, o3, o4, o5};
+    const std::ptrdiff_t off[6] = {0, ld, o2, o3, o4, o5};  // row r at a0 + off[r] or a6 + off[r - 6]
 #pragma GCC unroll 12
     for (int r = 0; r < 12; ++r) {
       const auto xv = v512_set1(RowA ? (r < 6 ? a0[off[r]] : a6[off[r - 6]]) : a0[r]);
