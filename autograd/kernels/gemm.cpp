@@ -318,13 +318,12 @@ __attribute__((target("avx512f"))) void ukr_avx512(int kc, const T* a, int lda, 
   decltype(v512_set1(T())) t[12][2];
 #pragma GCC unroll 12
   for (int r = 0; r < 12; ++r) t[r][0] = t[r][1] = v512_set1(T(0));
-  const std::ptrdiff_t ld = lda, o2 = 2 * ld, o3 = 3 * ld, o4 = 4 * ld, o5 = 5 * ld;
+  const std::ptrdiff_t ld = lda, off[6] = {0, ld, 2 * ld, 3 * ld, 4 * ld, 5 * ld};  // row r at a0 + off[r] or a6 + off[r - 6]
   const T* a0 = a;
   const T* a6 = RowA ? a + 6 * ld : a;
   for (int p = 0; p < kc; ++p) {
     const T* bp = b + static_cast<std::ptrdiff_t>(p) * ldb;
     const auto b0 = v512_load(bp), b1 = v512_load(bp + W);
-    const std::ptrdiff_t off[6] = {0, ld, o2, o3, o4, o5};  // row r at a0 + off[r] or a6 + off[r - 6]
 #pragma GCC unroll 12
     for (int r = 0; r < 12; ++r) {
       const auto xv = v512_set1(RowA ? (r < 6 ? a0[off[r]] : a6[off[r - 6]]) : a0[r]);
